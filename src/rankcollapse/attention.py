@@ -1,0 +1,276 @@
+"""Attention normalizations (softmax, Sinkhorn) and a multi-head self-attention layer.
+
+Shapes: logits are `(..., n, n)` with queries on rows and keys on columns; a key-padding
+mask is `(..., n)` with True for real tokens.
+
+Sinkhorn convention. One *full iteration* (`n_iter`) is a row normalization followed by a
+column normalization, so the matrix returned after `n_iter` full iterations is exactly
+column-stochastic and its rows carry the remaining error. Prior code (Sinkformers, Sander et
+al. 2022) counts *half-steps* (`n_it`), starting with rows; `half_steps=1` is exactly softmax,
+and `half_steps=2 * n_iter` equals `n_iter` full iterations. Rows come first so that the first
+half-step is the familiar softmax; ending on a column step is then what "full iterations" means.
+
+Implementation. The first row and column half-steps are done in the log domain; afterwards
+every row and every column of `K = exp(logits + f + g)` holds an entry of at least `1/n**2`
+and no entry exceeds 1, so the remaining half-steps run in the scaling domain,
+`u = 1 / (K v)`, `v = 1 / (K^T u)`: one batched matrix-vector product per half-step instead of
+an `exp` over the whole matrix. `u` and `v` are rescaled by their maximum after each step
+(the next half-step is invariant to that scale), so nothing overflows even for logits of 1e4.
+The backward pass recomputes these iterations from the saved logits instead of keeping every
+iterate: the bytes saved for backward are those of the logits alone.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+_TINY = torch.finfo(torch.float32).tiny
+NORMALIZATIONS = ("softmax", "sinkhorn")
+_CPU_BLOCK_BYTES = 4 * 2**20  # K and K^T of one block stay within a typical L2/L3 cache
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+def _check_logits(logits: torch.Tensor, mask: torch.Tensor | None, check_finite: bool) -> None:
+    """Raise a ValueError naming the problem with `logits` or `mask`."""
+    if not isinstance(logits, torch.Tensor):
+        raise TypeError(f"logits must be a torch.Tensor, got {type(logits).__name__}")
+    if logits.dim() < 2:
+        raise ValueError(f"logits must have shape (..., n, n); got rank {logits.dim()} "
+                         f"shape {tuple(logits.shape)}")
+    n, m = logits.shape[-2:]
+    if n != m:
+        raise ValueError(f"logits must be square in the last two dims (..., n, n); "
+                         f"got shape {tuple(logits.shape)}")
+    if logits.numel() == 0:
+        raise ValueError(f"logits are empty: shape {tuple(logits.shape)}")
+    if not logits.is_floating_point():
+        raise TypeError(f"logits must be floating point, got {logits.dtype}")
+    if mask is not None:
+        if mask.dtype != torch.bool:
+            raise TypeError(f"mask must be a bool tensor (True = real token), got {mask.dtype}")
+        if mask.shape[-1] != n or torch.broadcast_shapes(mask.shape[:-1], logits.shape[:-2]) \
+                != logits.shape[:-2]:
+            raise ValueError(f"mask shape {tuple(mask.shape)} does not match logits shape "
+                             f"{tuple(logits.shape)}; expected (..., {n}) broadcastable to "
+                             f"{tuple(logits.shape[:-2])} + ({n},)")
+        if not bool(mask.any(-1).all()):
+            raise ValueError("mask has a sample with no real token (an all-False row); "
+                             "attention over zero tokens is undefined")
+    if check_finite:
+        real = logits if mask is None else logits.masked_fill(~_pair_mask(mask), 0.0)
+        if bool(torch.isfinite(real.sum())):  # one cheap reduction; NaN and inf propagate
+            return
+        bad = ~torch.isfinite(real)  # the sum may also have overflowed: look closely
+        if bool(bad.any()):
+            n_nan = int(torch.isnan(real).sum())
+            raise ValueError(f"logits contain non-finite values ({n_nan} NaN, "
+                             f"{int(bad.sum()) - n_nan} inf) at real-token positions; "
+                             f"pass check_finite=False to skip this check")
+
+
+def _pair_mask(mask: torch.Tensor) -> torch.Tensor:
+    """(..., n) key-padding mask -> (..., n, n) mask of real (query, key) pairs."""
+    return mask.unsqueeze(-1) & mask.unsqueeze(-2)
+
+
+def _compute_dtype(logits: torch.Tensor) -> torch.dtype:
+    """Half precision is computed in float32; float32/float64 stay as they are."""
+    return torch.float32 if logits.dtype in (torch.float16, torch.bfloat16) else logits.dtype
+
+
+# ----------------------------------------------------------------------------- softmax
+
+
+def softmax(logits: torch.Tensor, mask: torch.Tensor | None = None, *,
+            check_finite: bool = True) -> torch.Tensor:
+    """Row-stochastic attention: softmax over keys (last dim).
+
+    logits `(..., n, n)`; mask `(..., n)` (True = real token): masked keys get zero weight.
+    Rows of padded queries are still distributions over the real keys.
+    """
+    _check_logits(logits, mask, check_finite)
+    x = logits.to(_compute_dtype(logits))
+    if mask is not None:
+        x = x.masked_fill(~mask.unsqueeze(-2), float("-inf"))
+    return torch.softmax(x, dim=-1).to(logits.dtype)
+
+
+# ----------------------------------------------------------------------------- sinkhorn
+
+
+def _log_normalize(x: torch.Tensor, dim: int, mask: torch.Tensor) -> torch.Tensor:
+    """x - logsumexp(x, dim) over real tokens. Padded lines (all -inf) are filled with zeros
+    inside the logsumexp so that neither the value nor its gradient becomes NaN."""
+    padded = ~mask.unsqueeze(-1 if dim == -1 else -2)
+    return x - torch.logsumexp(x.masked_fill(padded, 0.0), dim=dim, keepdim=True)
+
+
+def _scaled(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """1 / x, zeroed on padded tokens and divided by its max (the next half-step ignores
+    that scale); clamping keeps 1 / x finite when x underflows."""
+    if mask is None:
+        return (y := 1.0 / x.clamp_min(_TINY)) / y.amax(dim=-1, keepdim=True)
+    y = mask / x.masked_fill(~mask, 1.0).clamp_min(_TINY)
+    return y / y.amax(dim=-1, keepdim=True)
+
+
+def _sinkhorn_forward(logits: torch.Tensor, half_steps: int,
+                      mask: torch.Tensor | None) -> torch.Tensor:
+    """Sinkhorn on `(..., n, n)`; on CPU in blocks of matrices that fit in the cache.
+
+    Each half-step streams K (or K^T) once; when K and K^T of the whole batch exceed the CPU's
+    cache, every half-step goes to main memory and is about 2.5x slower (measured here).
+    """
+    n = logits.shape[-1]
+    flat = logits.reshape(-1, n, n)
+    flat_mask = None if mask is None else mask.reshape(-1, n)
+    block = flat.shape[0] if logits.is_cuda else max(1, _CPU_BLOCK_BYTES // (n * n * 4))
+    outs = [_sinkhorn_block(x, half_steps, None if flat_mask is None else m)
+            for x, m in zip(flat.split(block), (flat_mask if flat_mask is not None
+                                                 else flat).split(block))]
+    return torch.cat(outs).reshape(logits.shape)
+
+
+def _sinkhorn_block(logits: torch.Tensor, half_steps: int,
+                    mask: torch.Tensor | None) -> torch.Tensor:
+    """`half_steps` alternating normalizations (row first) of exp(logits); see module doc."""
+    if mask is None:  # the fused kernel is faster; it would turn masked lines into NaN
+        x = torch.log_softmax(logits, -1)  # half-step 1 (rows): exactly softmax
+        x = x if half_steps == 1 else torch.log_softmax(x, -2)  # half-step 2 (columns)
+    else:
+        x = _log_normalize(logits.masked_fill(~_pair_mask(mask), float("-inf")), -1, mask)
+        x = x if half_steps == 1 else _log_normalize(x, -2, mask)
+    if half_steps == 1:
+        return x.exp()
+    k = x.exp()
+    if half_steps == 2:
+        return k
+    v = torch.ones(k.shape[:-1], dtype=k.dtype, device=k.device) if mask is None \
+        else mask.to(k.dtype).expand(k.shape[:-1])
+    u = v
+    # Both products are written as vector-times-matrix, the fastest batched form here.
+    kt = k.transpose(-1, -2).contiguous()
+    for step in range(3, half_steps + 1):
+        if step % 2:  # row step: u = 1 / (K v)
+            u = _scaled((v.unsqueeze(-2) @ kt).squeeze(-2), mask)
+        else:  # column step: v = 1 / (K^T u)
+            v = _scaled((u.unsqueeze(-2) @ k).squeeze(-2), mask)
+    # The last half-step is written as an explicit normalization, so the returned matrix is
+    # exactly row- (odd `half_steps`) or column-stochastic (even) up to rounding.
+    if half_steps % 2:
+        p = k * v.unsqueeze(-2)
+        return p / p.sum(-1, keepdim=True).clamp_min(_TINY)
+    p = k * u.unsqueeze(-1)
+    return p / p.sum(-2, keepdim=True).clamp_min(_TINY)
+
+
+class _Sinkhorn(torch.autograd.Function):
+    """Sinkhorn with a recomputing backward: saves only the logits, not every iterate."""
+
+    @staticmethod
+    def forward(ctx, logits, half_steps, mask):
+        ctx.half_steps = half_steps
+        ctx.mask = mask
+        ctx.save_for_backward(logits)
+        return _sinkhorn_forward(logits, half_steps, mask)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        (logits,) = ctx.saved_tensors
+        with torch.enable_grad():
+            x = logits.detach().requires_grad_(True)
+            out = _sinkhorn_forward(x, ctx.half_steps, ctx.mask)
+            (grad,) = torch.autograd.grad(out, x, grad_out)
+        return grad, None, None
+
+
+def sinkhorn(logits: torch.Tensor, n_iter: int = 50, mask: torch.Tensor | None = None, *,
+             half_steps: int | None = None, check_finite: bool = True) -> torch.Tensor:
+    """Doubly stochastic attention by Sinkhorn's algorithm (uniform marginals, temperature 1).
+
+    logits `(..., n, n)`, any leading dims, CPU or CUDA, float32/float64 (half precision is
+    computed in float32 and returned in the input dtype).
+    n_iter: full iterations, each a row then a column normalization (default 50, the paper's).
+    half_steps: Sinkformers' `n_it` convention instead of `n_iter` (row first; 1 == softmax).
+    mask `(..., n)`, True = real token: only the real sub-block is balanced; padded rows and
+    columns of the output are zero.
+    check_finite: raise ValueError on NaN/inf logits (costs one host sync; turn off in hot loops).
+    """
+    _check_logits(logits, mask, check_finite)
+    steps = 2 * n_iter if half_steps is None else half_steps
+    if steps < 1:
+        raise ValueError(f"Sinkhorn needs at least one half-step; got n_iter={n_iter}, "
+                         f"half_steps={half_steps}")
+    if mask is not None:
+        mask = mask.expand(logits.shape[:-1])
+    x = logits.to(_compute_dtype(logits))
+    return _Sinkhorn.apply(x, steps, mask).to(logits.dtype)
+
+
+def normalize(logits: torch.Tensor, normalization: str, n_iter: int = 50,
+              mask: torch.Tensor | None = None, check_finite: bool = True) -> torch.Tensor:
+    """Dispatch on the name: 'softmax' or 'sinkhorn'."""
+    if normalization == "softmax":
+        return softmax(logits, mask, check_finite=check_finite)
+    if normalization == "sinkhorn":
+        return sinkhorn(logits, n_iter, mask, check_finite=check_finite)
+    raise ValueError(f"unknown normalization {normalization!r}; valid: {', '.join(NORMALIZATIONS)}")
+
+
+def marginal_errors(p: torch.Tensor, mask: torch.Tensor | None = None
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Max |row sum - 1| and max |column sum - 1| over real tokens, per matrix `(...)`."""
+    rows, cols = (p.sum(-1) - 1).abs(), (p.sum(-2) - 1).abs()
+    if mask is not None:
+        rows, cols = rows * mask, cols * mask
+    return rows.amax(-1), cols.amax(-1)
+
+
+# ----------------------------------------------------------------------------- module
+
+
+@dataclass
+class AttentionInfo:
+    """Intermediates of one attention call: `logits` and `attention`, `(batch, heads, n, n)`."""
+
+    logits: torch.Tensor
+    attention: torch.Tensor
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention with softmax or Sinkhorn normalization.
+
+    x `(batch, n, d_model)` -> `(batch, n, d_model)`. Logits are `Q K^T / sqrt(d_head)`.
+    With `return_info=True` the call also returns an `AttentionInfo`; otherwise nothing is kept.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, normalization: str = "softmax",
+                 n_iter: int = 50, bias: bool = False, check_finite: bool = False):
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        if normalization not in NORMALIZATIONS:
+            raise ValueError(f"unknown normalization {normalization!r}; "
+                             f"valid: {', '.join(NORMALIZATIONS)}")
+        self.n_heads, self.d_head = n_heads, d_model // n_heads
+        self.normalization, self.n_iter, self.check_finite = normalization, n_iter, check_finite
+        self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.out = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
+                return_info: bool = False):
+        b, n, d = x.shape
+        q, k, v = self.qkv(x).view(b, n, 3, self.n_heads, self.d_head).permute(2, 0, 3, 1, 4)
+        logits = q @ k.transpose(-1, -2) / math.sqrt(self.d_head)
+        head_mask = None if mask is None else mask[:, None, :]
+        attn = normalize(logits, self.normalization, self.n_iter, head_mask, self.check_finite)
+        y = self.out((attn @ v).transpose(1, 2).reshape(b, n, d))
+        if return_info:
+            return y, AttentionInfo(logits=logits, attention=attn)
+        return y

@@ -1,0 +1,64 @@
+"""Measuring the normalizations: interleaved timings and bytes saved for backward.
+
+Used by `benchmarks/sinkhorn.py` (the table in the book's appendix) and by chapter 2.
+Times are ratios against a reference run in the same process, in interleaved pairs, so that
+a noisy machine or the allocator's mood moves both sides together.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable
+
+import torch
+
+
+def log_domain_sinkhorn(logits: torch.Tensor, n_iter: int) -> torch.Tensor:
+    """The plain reference: alternate logsumexp over rows and columns, `n_iter` full times."""
+    x = logits
+    for _ in range(n_iter):
+        x = x - torch.logsumexp(x, dim=-1, keepdim=True)
+        x = x - torch.logsumexp(x, dim=-2, keepdim=True)
+    return x.exp()
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def interleaved_times(fns: dict[str, Callable[[], object]], repeats: int,
+                      device: torch.device, warmup: int = 2) -> dict[str, list[float]]:
+    """Wall times in seconds of each function, run in turn `repeats` times (after warm-up)."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            _sync(device)
+            start = time.perf_counter()
+            fn()
+            _sync(device)
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def median_ratio(reference: list[float], other: list[float]) -> float:
+    """Median over the interleaved pairs of reference time / other time (speed-up)."""
+    return statistics.median(r / o for r, o in zip(reference, other))
+
+
+def saved_bytes(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> int:
+    """Bytes of the tensors autograd saves for backward when computing fn(x) (x requires grad)."""
+    total = 0
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        nonlocal total
+        total += t.numel() * t.element_size()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn(x.detach().requires_grad_(True))
+    return total

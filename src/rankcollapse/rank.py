@@ -1,0 +1,98 @@
+"""Rank-collapse measures: norms, residuals, and products of attention matrices along paths.
+
+Token representations are `(..., n, d)`: tokens on rows. The residual removes what all tokens
+share; its size relative to the matrix says how far the tokens are from all being equal
+(Dong, Cordonnier and Loukas 2021).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+NORMS = ("composite", "fro", "spectral")
+RESIDUALS = ("mean", "rank1")
+
+
+def composite_norm(m: torch.Tensor) -> torch.Tensor:
+    """sqrt(||M||_1 ||M||_inf) over the last two dims: max column abs sum times max row abs sum."""
+    a = m.abs()
+    return torch.sqrt(a.sum(-2).amax(-1) * a.sum(-1).amax(-1))
+
+
+def matrix_norm(m: torch.Tensor, norm: str = "composite") -> torch.Tensor:
+    """'composite' (Dong et al.'s l1,inf), 'fro' (Frobenius) or 'spectral' (largest singular value)."""
+    if norm == "composite":
+        return composite_norm(m)
+    if norm == "fro":
+        return torch.linalg.matrix_norm(m, ord="fro")
+    if norm == "spectral":
+        return torch.linalg.matrix_norm(m, ord=2)
+    raise ValueError(f"unknown norm {norm!r}; valid: {', '.join(NORMS)}")
+
+
+def residual(x: torch.Tensor, kind: str = "mean") -> torch.Tensor:
+    """What is left of `x (..., n, d)` after removing the component shared by all tokens.
+
+    'mean' : X - 1 mean(X)^T (the token mean, as in prior plotting code).
+    'rank1': X minus its best rank-1 approximation (truncated SVD).
+    """
+    if x.dim() < 2:
+        raise ValueError(f"residual needs a matrix (..., n, d); got shape {tuple(x.shape)}")
+    if kind == "mean":
+        return x - x.mean(dim=-2, keepdim=True)
+    if kind == "rank1":
+        u, s, vh = torch.linalg.svd(x, full_matrices=False)
+        return x - s[..., :1, None] * u[..., :, :1] @ vh[..., :1, :]
+    raise ValueError(f"unknown residual kind {kind!r}; valid: {', '.join(RESIDUALS)}")
+
+
+def relative_residual(x: torch.Tensor, norm: str = "composite", kind: str = "mean"
+                      ) -> torch.Tensor:
+    """||res(X)|| / ||X|| per matrix, shape `(...)`. Zero matrices give NaN, not a silent 0."""
+    return matrix_norm(residual(x, kind), norm) / matrix_norm(x, norm)
+
+
+# ----------------------------------------------------------------------------- paths
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Sampled paths through the layers: `layers`, `heads` `(n_paths, depth)`; `samples` `(n_paths,)`."""
+
+    layers: torch.Tensor
+    heads: torch.Tensor
+    samples: torch.Tensor
+
+
+def sample_paths(n_layers: int, n_heads: int, depth: int, n_paths: int, batch_size: int,
+                 generator: torch.Generator | None = None) -> Paths:
+    """`n_paths` paths of `depth` distinct layers in increasing order, one random head per
+    chosen layer and one random batch sample per path; reproducible from `generator`."""
+    if not 1 <= depth <= n_layers:
+        raise ValueError(f"path depth must be in 1..n_layers={n_layers}; got {depth}")
+    if n_paths < 1 or n_heads < 1 or batch_size < 1:
+        raise ValueError(f"n_paths, n_heads and batch_size must be >= 1; "
+                         f"got {n_paths}, {n_heads}, {batch_size}")
+    keys = torch.rand(n_paths, n_layers, generator=generator)
+    layers = keys.argsort(dim=-1)[:, :depth].sort(dim=-1).values
+    heads = torch.randint(n_heads, (n_paths, depth), generator=generator)
+    samples = torch.randint(batch_size, (n_paths,), generator=generator)
+    return Paths(layers, heads, samples)
+
+
+def path_products(attn: torch.Tensor, paths: Paths) -> torch.Tensor:
+    """Products `A[l1, h1] A[l2, h2] ... A[lk, hk]` (layer order, as in prior code) along
+    each path. attn `(layers, batch, heads, n, n)` -> `(n_paths, n, n)`."""
+    if attn.dim() != 5 or attn.shape[-1] != attn.shape[-2]:
+        raise ValueError(f"attn must have shape (layers, batch, heads, n, n); "
+                         f"got {tuple(attn.shape)}")
+    dev = attn.device
+    layers, heads = paths.layers.to(dev), paths.heads.to(dev)
+    samples = paths.samples.to(dev)[:, None].expand_as(layers)
+    factors = attn[layers, samples, heads]  # (n_paths, depth, n, n)
+    product = factors[:, 0]
+    for k in range(1, factors.shape[1]):
+        product = product @ factors[:, k]
+    return product

@@ -1,0 +1,242 @@
+import math
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rankcollapse.bench import saved_bytes
+from rankcollapse.attention import (SelfAttention, marginal_errors, normalize, sinkhorn,
+                                    softmax)
+
+from references import per_matrix, sinkhorn_batched_reference, sinkhorn_loop
+
+
+shapes = st.tuples(st.integers(1, 3), st.integers(1, 9))  # (batch, n)
+scales = st.sampled_from([0.1, 1.0, 3.0])
+seeds = st.integers(0, 2**16)
+
+
+def logits(batch, n, scale, seed, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(batch, n, n, generator=g, dtype=dtype) * scale
+
+
+# ----------------------------------------------------------------------------- references
+
+
+def test_one_row_half_step_is_softmax():
+    a = logits(4, 7, 2.0, 0)
+    torch.testing.assert_close(sinkhorn(a, half_steps=1), softmax(a), rtol=0, atol=1e-15)
+    torch.testing.assert_close(sinkhorn(a.float(), half_steps=1), softmax(a.float()))
+
+
+def test_full_iterations_equal_twice_the_half_steps():
+    a = logits(2, 6, 1.0, 1)
+    torch.testing.assert_close(sinkhorn(a, n_iter=7), sinkhorn(a, half_steps=14))
+
+
+@given(shapes, scales, seeds, st.integers(1, 12))
+def test_batched_equals_plain_loop_float64(shape, scale, seed, half_steps):
+    a = logits(*shape, scale, seed)
+    expected = per_matrix(lambda m: sinkhorn_loop(m, half_steps), a)
+    torch.testing.assert_close(sinkhorn(a, half_steps=half_steps), expected,
+                               rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("std", [0.5, 2.0, 3.0])
+def test_float32_matches_float64_reference(std):
+    a = logits(16, 128, std, 2)
+    p64 = sinkhorn_batched_reference(a, 50)
+    p32 = sinkhorn(a.float(), n_iter=50)
+    assert (p32.double() - p64).abs().max() < 1e-5
+    for e32, e64 in zip(marginal_errors(p32.double()), marginal_errors(p64)):
+        assert ((e32 - e64).abs() <= 1e-5).all()
+
+
+def test_paper_regime_is_doubly_stochastic_in_float32():
+    """n = 128, logit std up to 2, 50 iterations: both marginals within 1e-5 of one."""
+    p = sinkhorn(logits(16, 128, 2.0, 3, torch.float32), n_iter=50)
+    rows, cols = marginal_errors(p)
+    assert rows.max() < 1e-5 and cols.max() < 1e-5
+
+
+# ----------------------------------------------------------------------------- properties
+
+
+@given(shapes, scales, seeds, st.integers(0, 8), st.floats(-50, 50))
+def test_invariant_to_constant_added_to_a_row_or_column(shape, scale, seed, idx, c):
+    """Row constants cancel exactly in every iterate (rows are normalized first); column
+    constants only in the limit, so that case is checked after many iterations."""
+    a = logits(*shape, scale, seed)
+    i = idx % shape[1]
+    row, col = a.clone(), a.clone()
+    row[:, i, :] += c
+    col[:, :, i] += c
+    torch.testing.assert_close(sinkhorn(row, 5), sinkhorn(a, 5), rtol=1e-9, atol=1e-11)
+    if scale <= 1.0:
+        torch.testing.assert_close(sinkhorn(col, 300), sinkhorn(a, 300), rtol=0, atol=1e-6)
+
+
+@given(shapes, scales, seeds)
+def test_permutation_equivariance(shape, scale, seed):
+    a = logits(*shape, scale, seed)
+    g = torch.Generator().manual_seed(seed)
+    pr, pc = torch.randperm(shape[1], generator=g), torch.randperm(shape[1], generator=g)
+    permuted = a[:, pr][:, :, pc]
+    torch.testing.assert_close(sinkhorn(permuted, 8), sinkhorn(a, 8)[:, pr][:, :, pc])
+    torch.testing.assert_close(softmax(permuted), softmax(a)[:, pr][:, :, pc])
+
+
+@given(shapes, st.sampled_from([10.0, 300.0, 1e4]), seeds)
+def test_extreme_logits_give_finite_nonnegative_output(shape, scale, seed):
+    a = logits(*shape, scale, seed, torch.float32)
+    a[:, 0, :] += 400.0  # one row far above the others
+    p = sinkhorn(a, 50)
+    assert torch.isfinite(p).all() and (p >= 0).all()
+
+
+def test_marginal_error_shrinks_with_iterations():
+    a = logits(8, 32, 1.0, 4)
+    errors = [marginal_errors(sinkhorn(a, k))[0].max().item() for k in (1, 3, 10)]
+    assert errors[0] > errors[1] > errors[2]
+
+
+# ----------------------------------------------------------------------------- masks
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_sinkhorn_mask_balances_the_real_block_only(dtype):
+    a = logits(3, 8, 1.0, 5, dtype)
+    lengths = [8, 5, 1]
+    mask = torch.arange(8)[None, :] < torch.tensor(lengths)[:, None]
+    p = sinkhorn(a, 20, mask=mask)
+    for b, k in enumerate(lengths):
+        torch.testing.assert_close(p[b, :k, :k], sinkhorn(a[b, :k, :k], 20))
+        assert (p[b, k:, :] == 0).all() and (p[b, :, k:] == 0).all()
+
+
+def test_softmax_mask_ignores_padded_keys():
+    a = logits(2, 6, 1.0, 6)
+    mask = torch.tensor([[True] * 4 + [False] * 2, [True] * 6])
+    p = softmax(a, mask)
+    torch.testing.assert_close(p[0, :, :4], torch.softmax(a[0, :, :4], dim=-1))
+    assert (p[0, :, 4:] == 0).all()
+
+
+def test_masked_logits_may_hold_inf():
+    a = logits(1, 5, 1.0, 7)
+    mask = torch.tensor([[True, True, True, False, False]])
+    a[0, 3:, :] = float("-inf")
+    assert torch.isfinite(sinkhorn(a, 10, mask=mask)).all()
+
+
+# ----------------------------------------------------------------------------- dtypes, errors
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_returns_input_dtype(dtype):
+    a = logits(2, 8, 1.0, 8, torch.float32)
+    p = sinkhorn(a.to(dtype), 10)
+    assert p.dtype == dtype
+    torch.testing.assert_close(p.float(), sinkhorn(a, 10), atol=1e-2, rtol=1e-2)
+    assert softmax(a.to(dtype)).dtype == dtype
+
+
+@pytest.mark.parametrize("bad, match", [
+    (torch.zeros(4), "shape"),
+    (torch.zeros(2, 3, 4), "square"),
+    (torch.zeros(2, 0, 0), "empty"),
+    (torch.tensor([[0.0, float("nan")], [0.0, 0.0]]), "NaN"),
+    (torch.tensor([[0.0, float("inf")], [0.0, 0.0]]), "inf"),
+])
+@pytest.mark.parametrize("fn", [softmax, sinkhorn])
+def test_bad_logits_raise_clear_errors(fn, bad, match):
+    with pytest.raises(ValueError, match=match):
+        fn(bad)
+
+
+def test_bad_masks_and_arguments_raise():
+    a = torch.zeros(2, 4, 4)
+    with pytest.raises(ValueError, match="mask shape"):
+        sinkhorn(a, mask=torch.ones(2, 5, dtype=torch.bool))
+    with pytest.raises(ValueError, match="no real token"):
+        sinkhorn(a, mask=torch.tensor([[True] * 4, [False] * 4]))
+    with pytest.raises(TypeError, match="bool"):
+        softmax(a, mask=torch.ones(2, 4))
+    with pytest.raises(ValueError, match="half-step"):
+        sinkhorn(a, n_iter=0)
+    with pytest.raises(ValueError, match="unknown normalization"):
+        normalize(a, "sparsemax")
+
+
+def test_finite_check_can_be_turned_off():
+    a = torch.tensor([[0.0, float("nan")], [0.0, 0.0]])
+    assert torch.isnan(sinkhorn(a, 3, check_finite=False)).any()
+
+
+# ----------------------------------------------------------------------------- gradients, memory
+
+
+def test_gradcheck_float64():
+    a = logits(2, 5, 1.0, 9).requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda x: sinkhorn(x, 6), (a,))
+    mask = torch.tensor([[True] * 5, [True, True, True, False, False]])
+    assert torch.autograd.gradcheck(lambda x: sinkhorn(x, 6, mask=mask), (a,))
+
+
+def test_gradients_match_unrolled_autograd():
+    a = logits(3, 16, 1.5, 10)
+    w = torch.randn(3, 16, 16, dtype=torch.float64)
+    x1, x2 = a.clone().requires_grad_(True), a.clone().requires_grad_(True)
+    (sinkhorn(x1, 50) * w).sum().backward()
+    (sinkhorn_batched_reference(x2, 50) * w).sum().backward()
+    rel = (x1.grad - x2.grad).norm() / x2.grad.norm()
+    assert rel < 1e-4
+
+
+def test_backward_memory_at_most_twice_softmax():
+    x = torch.randn(8, 64, 64, requires_grad=True)
+    ratio = saved_bytes(lambda t: sinkhorn(t, 50), x) / saved_bytes(softmax, x)
+    assert ratio <= 2.0
+
+
+# ----------------------------------------------------------------------------- module
+
+
+@pytest.mark.parametrize("normalization", ["softmax", "sinkhorn"])
+def test_self_attention_shapes_and_info(normalization):
+    torch.manual_seed(0)
+    layer = SelfAttention(16, 4, normalization, n_iter=10)
+    x = torch.randn(3, 7, 16)
+    y, info = layer(x, return_info=True)
+    assert y.shape == x.shape
+    assert info.attention.shape == info.logits.shape == (3, 4, 7, 7)
+    torch.testing.assert_close(info.attention.sum(-1), torch.ones(3, 4, 7))
+    torch.testing.assert_close(layer(x), y)
+    assert not any(isinstance(v, torch.Tensor) for v in vars(layer).values())
+
+
+def test_self_attention_logits_are_scaled_dot_products():
+    torch.manual_seed(1)
+    layer = SelfAttention(8, 2)
+    x = torch.randn(1, 5, 8)
+    _, info = layer(x, return_info=True)
+    q, k, _ = layer.qkv(x).split(8, dim=-1)
+    q0, k0 = q[0, :, :4], k[0, :, :4]
+    torch.testing.assert_close(info.logits[0, 0], q0 @ k0.T / math.sqrt(4))
+
+
+def test_self_attention_mask_reaches_the_normalization():
+    torch.manual_seed(2)
+    layer = SelfAttention(8, 2, "sinkhorn", n_iter=10)
+    mask = torch.tensor([[True, True, True, False]])
+    _, info = layer(torch.randn(1, 4, 8), mask=mask, return_info=True)
+    assert (info.attention[..., 3, :] == 0).all() and (info.attention[..., :, 3] == 0).all()
+
+
+def test_self_attention_rejects_bad_configuration():
+    with pytest.raises(ValueError, match="divisible"):
+        SelfAttention(10, 3)
+    with pytest.raises(ValueError, match="unknown normalization"):
+        SelfAttention(8, 2, "relu")
