@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import pandas as pd
 import torch
 from torch import nn
 
@@ -274,3 +275,16 @@ class SelfAttention(nn.Module):
         if return_info:
             return y, AttentionInfo(logits=logits, attention=attn)
         return y
+
+
+def convergence(logits: torch.Tensor, max_half_steps: int) -> pd.DataFrame:
+    """Marginal errors after each number of half-steps 1..max_half_steps (row first).
+
+    Returns a table with columns half_steps, full_iterations (half_steps / 2), row_error and
+    column_error (max over rows/columns, mean over the batch of matrices)."""
+    rows = []
+    for h in range(1, max_half_steps + 1):
+        r, c = marginal_errors(sinkhorn(logits, half_steps=h))
+        rows.append({"half_steps": h, "full_iterations": h / 2,
+                     "row_error": r.mean().item(), "column_error": c.mean().item()})
+    return pd.DataFrame(rows)

@@ -11,7 +11,10 @@ import statistics
 import time
 from typing import Callable
 
+import pandas as pd
 import torch
+
+from .attention import sinkhorn, softmax
 
 
 def log_domain_sinkhorn(logits: torch.Tensor, n_iter: int) -> torch.Tensor:
@@ -62,3 +65,19 @@ def saved_bytes(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         fn(x.detach().requires_grad_(True))
     return total
+
+
+def time_vs_n(ns: list[int], batch: int, n_iter: int, repeats: int,
+              device: torch.device) -> pd.DataFrame:
+    """Median time of one call of softmax, our Sinkhorn and the log-domain reference on
+    `(batch, n, n)` float32 logits, for each n; interleaved as in the benchmark."""
+    rows = []
+    for n in ns:
+        x = torch.randn(batch, n, n, device=device)
+        fns = {"softmax": lambda: softmax(x), "sinkhorn": lambda: sinkhorn(x, n_iter),
+               "log-domain reference": lambda: log_domain_sinkhorn(x, n_iter)}
+        with torch.no_grad():
+            times = interleaved_times(fns, repeats, device, warmup=1)
+        rows += [{"n": n, "implementation": k, "seconds": statistics.median(v)}
+                 for k, v in times.items()]
+    return pd.DataFrame(rows)

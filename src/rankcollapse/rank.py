@@ -96,3 +96,11 @@ def path_products(attn: torch.Tensor, paths: Paths) -> torch.Tensor:
     for k in range(1, factors.shape[1]):
         product = product @ factors[:, k]
     return product
+
+
+def affine_rank(x: torch.Tensor, rtol: float = 1e-9) -> torch.Tensor:
+    """Dimension of the affine hull of the tokens (rows of `x (..., n, d)`): the number of
+    singular values of the mean residual above `rtol` times the largest singular value of x."""
+    s = torch.linalg.svdvals(residual(x, "mean"))
+    scale = torch.linalg.svdvals(x)[..., :1]
+    return (s > rtol * scale).sum(-1)

@@ -1,0 +1,288 @@
+"""The book pipeline: execute the chapters, then build the HTML.
+
+    python -m rankcollapse.book run [CHAPTER ...] [--profile ci] [--device auto] [--seed 0]
+    python -m rankcollapse.book build
+    python -m rankcollapse.book all   [--profile ...]        # run, then build
+
+A chapter is `notebooks/NN_name.py` (jupytext py:percent). `run` converts it in memory to a
+notebook, executes it with papermill (parameters `profile`, resolved `device`, `seed` injected
+after the cell tagged `parameters`; working directory = the repository root) and writes
+`book/chapters/NN_name.ipynb`. A chapter is skipped when its cache key (chapter source, library
+sources, parameters, pins) matches the record in `.cache/chapters/NN_name.json`. The first
+failing chapter stops the run; its partly executed notebook stays in `book/chapters/` for
+inspection and no cache record is written for it. `build` runs
+`jupyter-book build . -W -n --keep-going` from the repository root.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import jupytext
+import papermill
+import yaml
+from jupyter_client.kernelspec import KernelSpecManager
+from traitlets.config import Config
+
+from rankcollapse.profiles import DEVICES, get_profile, resolve_device
+from rankcollapse.provenance import fill_execution_time
+
+KERNEL = "python3"
+ANSI_COLOR = re.compile(r"\x1b\[[0-9;]*m")
+# CurveZMQ keys for the kernel's sockets (ipykernel warns on every start without them).
+KERNEL_CONFIG = Config({"KernelManager": {"transport_encryption": "auto"}})
+
+
+class ChapterFailed(RuntimeError):
+    """A chapter raised while executing; the message names the source file and the cell."""
+
+
+@dataclass(frozen=True)
+class Project:
+    """Where the pipeline reads and writes, all relative to the repository `root`."""
+
+    root: Path
+
+    @property
+    def notebooks(self) -> Path:
+        return self.root / "notebooks"
+
+    @property
+    def chapters(self) -> Path:
+        return self.root / "book" / "chapters"
+
+    @property
+    def cache(self) -> Path:
+        return self.root / ".cache" / "chapters"
+
+    def chapter_names(self) -> list[str]:
+        """Names of all chapter sources, `NN_name`, in book order."""
+        return sorted(p.stem for p in self.notebooks.glob("[0-9][0-9]_*.py"))
+
+    def source(self, name: str) -> Path:
+        return self.notebooks / f"{name}.py"
+
+    def output(self, name: str) -> Path:
+        return self.chapters / f"{name}.ipynb"
+
+    def record(self, name: str) -> Path:
+        return self.cache / f"{name}.json"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened to one chapter in a run."""
+
+    name: str
+    status: str  # "ok", "cached", "FAILED" or "skipped"
+    seconds: float
+    note: str  # one line for the progress and the summary
+    error: str = ""  # for a failure: chapter file, cell and exception
+
+
+def find_root(start: Path) -> Path:
+    """The nearest folder at or above `start` that holds `_toc.yml` (the repository root)."""
+    for folder in (start, *start.parents):
+        if (folder / "_toc.yml").is_file():
+            return folder
+    raise SystemExit(f"no _toc.yml in {start} or above; run this inside the book's repository")
+
+
+def cache_key(project: Project, name: str, parameters: dict) -> str:
+    """sha256 over the chapter source, the library sources, the parameters and the pins."""
+    digest = hashlib.sha256(project.source(name).read_bytes())
+    library = project.root / "src" / "rankcollapse"
+    for path in sorted(library.rglob("*.py")):
+        digest.update(str(path.relative_to(library)).encode() + b"\0" + path.read_bytes())
+    digest.update(json.dumps(parameters, sort_keys=True).encode())
+    pins = project.root / "pyproject.toml"
+    digest.update(pins.read_bytes() if pins.is_file() else b"")
+    return digest.hexdigest()
+
+
+def read_record(project: Project, name: str) -> dict | None:
+    """The cache record of the last successful execution of `name`, if any."""
+    path = project.record(name)
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def check_kernel() -> None:
+    """Refuse to run when the `python3` kernel would start another interpreter than this one.
+
+    jupyter_client replaces a kernelspec's bare `python`/`python3`/`python3.X` by
+    `sys.executable`; a kernelspec with an absolute path elsewhere would use other packages.
+    """
+    spec = KernelSpecManager().get_kernel_spec(KERNEL)
+    bare = {"python", f"python{sys.version_info[0]}", "python%d.%d" % sys.version_info[:2]}
+    if spec.argv[0] not in bare and Path(spec.argv[0]) != Path(sys.executable):
+        raise SystemExit(f"kernel {KERNEL!r} ({spec.resource_dir}) runs {spec.argv[0]}, not "
+                         f"{sys.executable}; see `jupyter kernelspec list`")
+
+
+def execute(project: Project, name: str, parameters: dict) -> float:
+    """Execute chapter `name` into `book/chapters/`; return its wall time in seconds."""
+    notebook = jupytext.read(project.source(name))
+    notebook.metadata["kernelspec"] = {"name": KERNEL, "display_name": "Python 3",
+                                       "language": "python"}
+    project.chapters.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    try:
+        papermill.execute_notebook(notebook, str(project.output(name)), parameters=parameters,
+                                   kernel_name=KERNEL, cwd=str(project.root),
+                                   progress_bar=False, config=KERNEL_CONFIG)
+    except papermill.PapermillExecutionError as error:
+        raise ChapterFailed(describe_failure(project, name, error)) from None
+    seconds = time.perf_counter() - start
+    fill_execution_time(project.output(name), seconds)
+    return seconds
+
+
+def describe_failure(project: Project, name: str, error: papermill.PapermillExecutionError) -> str:
+    """Name the chapter file and line, the failing cell (index, first lines) and the error."""
+    source = project.source(name)
+    text = source.read_text()
+    offset = text.find(error.source) if error.source.strip() else -1
+    traceback = ANSI_COLOR.sub("", "\n".join(error.traceback))
+    in_cell = re.search(r"Cell In\[\d+\], line (\d+)", traceback)
+    where = "line unknown"
+    if offset >= 0:
+        line = text.count("\n", 0, offset) + (int(in_cell[1]) if in_cell else 1)
+        where = f"line {line}: {text.splitlines()[line - 1].strip()}"
+    first_lines = "\n".join("    " + line for line in error.source.splitlines()[:3])
+    return (f"chapter {name} failed at {source.relative_to(project.root)}, {where}\n"
+            f"in cell {error.cell_index} of {project.output(name)}, which begins:\n"
+            f"{first_lines}\n{error.ename}: {error.evalue}")
+
+
+def run_chapter(project: Project, name: str, parameters: dict) -> Outcome:
+    """Execute `name` unless its cache record matches; write the record after success."""
+    key = cache_key(project, name, parameters)
+    record = read_record(project, name)
+    if record and record["key"] == key and project.output(name).is_file():
+        return Outcome(name, "cached", 0.0,
+                       f"cached (executed in {record['seconds']:.1f} s earlier)")
+    project.record(name).unlink(missing_ok=True)  # a failure below must not leave a stale hit
+    seconds = execute(project, name, parameters)
+    project.cache.mkdir(parents=True, exist_ok=True)
+    project.record(name).write_text(json.dumps(
+        {"key": key, "seconds": seconds, "parameters": parameters}, indent=1))
+    return Outcome(name, "ok", seconds, f"executed in {seconds:.1f} s")
+
+
+def run(project: Project, names: list[str], parameters: dict) -> list[Outcome]:
+    """Run chapters in order, printing progress; stop at the first failure."""
+    check_kernel()
+    outcomes: list[Outcome] = []
+    for i, name in enumerate(names, 1):
+        tag = f"[{i}/{len(names)}] {name}"
+        print(f"{tag} ...", flush=True)
+        start = time.perf_counter()
+        try:
+            outcome = run_chapter(project, name, parameters)
+        except ChapterFailed as error:
+            seconds = time.perf_counter() - start
+            outcome = Outcome(name, "FAILED", seconds, f"FAILED after {seconds:.1f} s", str(error))
+        print(f"{tag} {outcome.note}", flush=True)
+        outcomes.append(outcome)
+        if outcome.status == "FAILED":
+            return outcomes + [Outcome(rest, "skipped", 0.0, "not run: an earlier chapter failed")
+                               for rest in names[i:]]
+    return outcomes
+
+
+def summary(outcomes: list[Outcome]) -> str:
+    """A plain-text table: chapter, status, time, executed or cached."""
+    width = max([len("chapter"), *(len(o.name) for o in outcomes)])
+    lines = [f"{'chapter':<{width}}  {'status':<7}  {'time':>8}  note"]
+    lines += [f"{o.name:<{width}}  {o.status:<7}  {o.seconds:>6.1f} s  {o.note}" for o in outcomes]
+    return "\n".join(lines)
+
+
+def toc_files(root: Path) -> list[str]:
+    """Every `file:` and `root:` entry of `_toc.yml`, in order, without suffix."""
+    def walk(node) -> list[str]:
+        if isinstance(node, list):
+            return [f for item in node for f in walk(item)]
+        if not isinstance(node, dict):
+            return []
+        own = [node[k] for k in ("root", "file") if k in node]
+        return own + walk([v for v in node.values() if isinstance(v, (list, dict))])
+    return walk(yaml.safe_load((root / "_toc.yml").read_text()))
+
+
+def build(project: Project) -> int:
+    """Build the HTML book with warnings as errors; the exit status of jupyter-book."""
+    missing = [f for f in toc_files(project.root)
+               if not any((project.root / f).with_suffix(s).is_file() for s in (".md", ".ipynb"))]
+    if missing:
+        print(f"missing pages: {', '.join(missing)}; execute the chapters first: "
+              f"{sys.executable} -m rankcollapse.book run", file=sys.stderr)
+        return 1
+    jupyter_book = Path(sys.executable).with_name("jupyter-book")
+    command = [str(jupyter_book), "build", ".", "-W", "-n", "--keep-going"]
+    print("$", " ".join(command), flush=True)
+    return subprocess.run(command, cwd=project.root).returncode
+
+
+def parser() -> argparse.ArgumentParser:
+    """Command line: `run`, `build` and `all`, with the options of a run."""
+    def profile(name: str) -> str:
+        try:
+            return get_profile(name).name
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    def device(name: str) -> str:
+        try:
+            return resolve_device(name).type
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("chapters", nargs="*", help="chapter names, e.g. 01_rank_collapse "
+                         "(default: all)")
+    options.add_argument("--profile", type=profile, default="ci", help="ci (default) or full")
+    options.add_argument("--device", type=device, default="auto",
+                         help=f"one of {', '.join(DEVICES)} (default auto: cuda if available)")
+    options.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    cli = argparse.ArgumentParser(prog="rankcollapse-book", description=__doc__.split("\n")[0])
+    commands = cli.add_subparsers(dest="command", required=True)
+    commands.add_parser("run", parents=[options], help="execute chapters")
+    commands.add_parser("build", help="build the HTML book from the executed chapters")
+    commands.add_parser("all", parents=[options], help="run, then build")
+    return cli
+
+
+def main(argv: list[str] | None = None, project: Project | None = None) -> int:
+    """Entry point; returns (and as a script exits with) the status: 0 ok, 1 failed, 2 refused."""
+    cli = parser()
+    args = cli.parse_args(argv)
+    project = project or Project(find_root(Path.cwd()))
+    if args.command in ("run", "all"):
+        valid = project.chapter_names()
+        names = [n.removesuffix(".py") for n in args.chapters] or valid
+        unknown = [n for n in names if n not in valid]
+        if unknown:
+            cli.error(f"unknown chapter {', '.join(unknown)}; valid chapters: {', '.join(valid)}")
+        parameters = {"profile": args.profile, "device": args.device, "seed": args.seed}
+        outcomes = run(project, names, parameters)
+        print("\n" + summary(outcomes), flush=True)
+        failed = [o for o in outcomes if o.status == "FAILED"]
+        if failed:
+            print("\n" + failed[0].error, file=sys.stderr)
+            return 1
+    if args.command in ("build", "all"):
+        return build(project)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

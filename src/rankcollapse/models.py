@@ -1,0 +1,116 @@
+"""Transformer encoder blocks with switchable skip connections, FFN and LayerNorm.
+
+A block is pre-LayerNorm (LN inside each branch, as in ViT and GPT-2): deep stacks of it
+train stably without warm-up tricks, and switching the skip connections off at inference
+leaves each block as `SA(LN(x))` then `FFN(LN(.))`, so a reader sees exactly which parts
+remain. The switches live in `Switches` and are read at every forward pass, so a trained model
+can be run without FFN or without skips (as the paper does) without reloading anything.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+import torch
+from torch import nn
+
+from .attention import SelfAttention
+
+
+@dataclass
+class Switches:
+    """Which parts of every block run. Change them on a live model; no reload needed."""
+
+    skip: bool = True
+    ffn: bool = True
+    layernorm: bool = True
+
+
+@dataclass
+class EncoderConfig:
+    d_model: int = 128
+    n_heads: int = 4
+    depth: int = 24
+    d_ff: int = 256  # FFN hidden width
+    normalization: str = "softmax"  # or "sinkhorn"
+    n_iter: int = 50  # full Sinkhorn iterations
+    switches: Switches = field(default_factory=Switches)
+
+
+@dataclass
+class EncoderOutput:
+    """x: the last hidden state `(batch, n, d)`. When recorded: `hidden` `(layers + 1, batch,
+    n, d)` with layer 0 = the input (embeddings), `attn_out` the self-attention outputs
+    `(layers, batch, n, d)` and `attention` `(layers, batch, heads, n, n)`."""
+
+    x: torch.Tensor
+    hidden: torch.Tensor | None = None
+    attn_out: torch.Tensor | None = None
+    attention: torch.Tensor | None = None
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: EncoderConfig):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(cfg.d_model)
+        self.attn = SelfAttention(cfg.d_model, cfg.n_heads, cfg.normalization, cfg.n_iter)
+        self.ln2 = nn.LayerNorm(cfg.d_model)
+        self.ffn = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_ff), nn.GELU(),
+                                 nn.Linear(cfg.d_ff, cfg.d_model))
+
+    def forward(self, x, mask, sw: Switches, record: bool):
+        h = self.ln1(x) if sw.layernorm else x
+        a, info = self.attn(h, mask, return_info=True) if record else (self.attn(h, mask), None)
+        x = x + a if sw.skip else a
+        if sw.ffn:
+            f = self.ffn(self.ln2(x) if sw.layernorm else x)
+            x = x + f if sw.skip else f
+        return x, a, info
+
+
+class Encoder(nn.Module):
+    """A stack of `depth` blocks on token vectors `(batch, n, d_model)`."""
+
+    def __init__(self, cfg: EncoderConfig):
+        super().__init__()
+        self.cfg = replace(cfg, switches=replace(cfg.switches))  # own copy of the switches
+        self.blocks = nn.ModuleList(Block(self.cfg) for _ in range(cfg.depth))
+
+    @property
+    def switches(self) -> Switches:
+        return self.cfg.switches
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
+                record: bool = False) -> EncoderOutput:
+        hidden, attn_out, attention = [x], [], []
+        for block in self.blocks:
+            x, a, info = block(x, mask, self.switches, record)
+            if record:
+                hidden.append(x)
+                attn_out.append(a)
+                attention.append(info.attention)
+        if not record:
+            return EncoderOutput(x)
+        return EncoderOutput(x, torch.stack(hidden), torch.stack(attn_out), torch.stack(attention))
+
+
+def init_random_(encoder: Encoder, logit_std: float, generator: torch.Generator) -> Encoder:
+    """Gaussian weights for the random-weight experiments, with `logit_std` the standard
+    deviation of the attention logits for unit-variance tokens.
+
+    W_q, W_k entries ~ N(0, logit_std / d) so that q.k / sqrt(d_head) has std ~ logit_std;
+    W_v, W_o and the FFN ~ N(0, 1 / fan_in) so that they roughly keep norms; biases zero.
+    """
+    with torch.no_grad():
+        for block in encoder.blocks:
+            d = block.attn.qkv.in_features
+            qk_std = math.sqrt(logit_std / d)
+            w = block.attn.qkv.weight
+            w[: 2 * d].normal_(0.0, qk_std, generator=generator)
+            w[2 * d:].normal_(0.0, 1 / math.sqrt(d), generator=generator)
+            for lin in (block.attn.out, block.ffn[0], block.ffn[2]):
+                lin.weight.normal_(0.0, 1 / math.sqrt(lin.in_features), generator=generator)
+                if lin.bias is not None:
+                    lin.bias.zero_()
+    return encoder

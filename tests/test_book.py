@@ -1,0 +1,110 @@
+"""The book pipeline (rankcollapse.book) on small fixture chapters in a temporary project.
+
+These tests start real Jupyter kernels (about 2 s each), so there are only a few of them.
+"""
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from rankcollapse.book import Project, build, cache_key, main, run
+from rankcollapse.provenance import TIME_PLACEHOLDER, fill_execution_time
+
+FIXTURES = Path(__file__).parent / "fixtures"
+PARAMETERS = {"profile": "ci", "device": "cpu", "seed": 7}
+
+
+def make_project(tmp_path: Path, **chapters: str) -> Project:
+    """A project in `tmp_path` whose notebooks/<name>.py are copies of fixtures/<fixture>.py."""
+    (tmp_path / "notebooks").mkdir()
+    for name, fixture in chapters.items():
+        shutil.copy(FIXTURES / f"{fixture}.py", tmp_path / "notebooks" / f"{name}.py")
+    return Project(tmp_path)
+
+
+def outputs_text(notebook: Path) -> str:
+    """All stream output of an executed notebook, concatenated."""
+    cells = nbformat.read(notebook, as_version=4).cells
+    return "".join(o.get("text", "") for c in cells for o in c.get("outputs", []))
+
+
+def test_passing_chapter_executes_with_injected_parameters(tmp_path):
+    project = make_project(tmp_path, **{"01_pass": "passing"})
+    assert main(["run", "--seed", "7", "--device", "cpu"], project) == 0
+    output = project.output("01_pass")
+    injected = [c for c in nbformat.read(output, as_version=4).cells
+                if "injected-parameters" in c.metadata.get("tags", [])]
+    assert len(injected) == 1 and "seed = 7" in injected[0].source
+    # The kernel must run this interpreter, i.e. see the packages of this environment.
+    assert f"profile=ci device=cpu seed=7 python={sys.executable}" in outputs_text(output)
+    assert json.loads(project.record("01_pass").read_text())["parameters"] == PARAMETERS
+
+
+def test_cache_hit_then_miss_after_editing_the_chapter(tmp_path):
+    project = make_project(tmp_path, **{"01_pass": "passing"})
+    assert run(project, ["01_pass"], PARAMETERS)[0].status == "ok"
+    assert run(project, ["01_pass"], PARAMETERS)[0].status == "cached"
+    with project.source("01_pass").open("a") as source:
+        source.write("\n# %%\nprint('edited')\n")
+    assert run(project, ["01_pass"], PARAMETERS)[0].status == "ok"
+    assert "edited" in outputs_text(project.output("01_pass"))
+
+
+def test_failing_chapter_names_file_and_cell_and_stops(tmp_path, capsys):
+    project = make_project(tmp_path, **{"01_fail": "failing", "02_pass": "passing"})
+    assert main(["run"], project) == 1
+    err = capsys.readouterr().err
+    assert "notebooks/01_fail.py, line 7" in err
+    assert 'raise ValueError("deliberate failure")' in err
+    assert "ValueError: deliberate failure" in err
+    assert project.output("01_fail").is_file()  # kept for inspection
+    assert not project.record("01_fail").exists()
+    assert not project.output("02_pass").exists()  # stopped at the first failure
+
+
+@pytest.mark.parametrize("argv, valid", [
+    (["run", "--profile", "huge"], "valid profiles: ci, full"),
+    (["run", "--device", "tpu"], "valid devices: auto, cpu, cuda"),
+    (["all", "99_nope"], "valid chapters: 01_pass"),
+])
+def test_bad_arguments_are_refused_before_execution(tmp_path, capsys, argv, valid):
+    project = make_project(tmp_path, **{"01_pass": "passing"})
+    with pytest.raises(SystemExit) as refused:
+        main(argv, project)
+    assert refused.value.code == 2
+    assert valid in capsys.readouterr().err
+    assert not project.chapters.exists()
+
+
+def test_cache_key_covers_parameters_and_library(tmp_path):
+    project = make_project(tmp_path, **{"01_pass": "passing"})
+    key = cache_key(project, "01_pass", PARAMETERS)
+    assert cache_key(project, "01_pass", {**PARAMETERS, "seed": 8}) != key
+    library = tmp_path / "src" / "rankcollapse"
+    library.mkdir(parents=True)
+    (library / "extra.py").write_text("x = 1\n")
+    assert cache_key(project, "01_pass", PARAMETERS) != key
+
+
+def test_build_refuses_when_a_chapter_was_not_executed(tmp_path, capsys):
+    (tmp_path / "_toc.yml").write_text(
+        "format: jb-book\nroot: intro\nchapters:\n  - file: book/chapters/01_pass\n")
+    (tmp_path / "intro.md").write_text("# Intro\n")
+    assert build(Project(tmp_path)) == 1
+    err = capsys.readouterr().err
+    assert "book/chapters/01_pass" in err and "rankcollapse.book run" in err
+
+
+def test_fill_execution_time_replaces_the_placeholder(tmp_path):
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(outputs=[
+        nbformat.v4.new_output("display_data", data={"text/html": f"<b>{TIME_PLACEHOLDER}</b>"})
+    ])])
+    path = tmp_path / "chapter.ipynb"
+    nbformat.write(notebook, path)
+    fill_execution_time(path, 42.06)
+    html = nbformat.read(path, as_version=4).cells[0].outputs[0].data["text/html"]
+    assert html == "<b>42.1 s</b>"
