@@ -211,7 +211,9 @@ def sinkhorn(logits: torch.Tensor, n_iter: int = 50, mask: torch.Tensor | None =
     if mask is not None:
         mask = mask.expand(logits.shape[:-1])
     x = logits.to(_compute_dtype(logits))
-    return _Sinkhorn.apply(x, steps, mask).to(logits.dtype)
+    # Autocast would run the iterations' products in bf16/fp16: Sinkhorn stays in float32.
+    with torch.autocast(device_type=logits.device.type, enabled=False):
+        return _Sinkhorn.apply(x, steps, mask).to(logits.dtype)
 
 
 def normalize(logits: torch.Tensor, normalization: str, n_iter: int = 50,

@@ -114,3 +114,95 @@ def init_random_(encoder: Encoder, logit_std: float, generator: torch.Generator)
                 if lin.bias is not None:
                     lin.bias.zero_()
     return encoder
+
+
+# ----------------------------------------------------------------------------- classifiers
+
+
+@dataclass
+class ModelConfig:
+    """A classifier: `kind` "text" (token ids) or "image" (patches), and its encoder."""
+
+    kind: str
+    n_classes: int
+    encoder: EncoderConfig = field(default_factory=EncoderConfig)
+    vocab_size: int = 0  # text
+    max_len: int = 128  # text: number of learned positions
+    image_size: int = 28  # image: side in pixels
+    patch: int = 4  # image: patch side in pixels
+    channels: int = 1  # image
+
+
+class Classifier(nn.Module):
+    """Embedding (defined by the subclass) -> Encoder -> LayerNorm of the first token -> head.
+
+    The first token is <cls> (prepended by the tokenizer for text, a learned vector for
+    images). The final LayerNorm belongs to the head and stays on when the blocks' LayerNorm
+    is switched off."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.encoder = Encoder(cfg.encoder)
+        self.norm = nn.LayerNorm(cfg.encoder.d_model)
+        self.head = nn.Linear(cfg.encoder.d_model, cfg.n_classes)
+
+    @property
+    def switches(self) -> Switches:
+        return self.encoder.switches
+
+    def embed(self, inputs: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def forward(self, inputs: torch.Tensor, mask: torch.Tensor | None = None,
+                record: bool = False) -> tuple[torch.Tensor, EncoderOutput]:
+        """Class logits `(batch, n_classes)` and the encoder's output (see `EncoderOutput`)."""
+        out = self.encoder(self.embed(inputs), mask, record)
+        return self.head(self.norm(out.x[:, 0])), out
+
+
+class TransformerEncoder(Classifier):
+    """Text classifier: token embedding + learned positions. inputs: ids `(batch, n)`."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__(cfg)
+        if cfg.vocab_size < 3:
+            raise ValueError(f"vocab_size must be set for a text model; got {cfg.vocab_size}")
+        self.tokens = nn.Embedding(cfg.vocab_size, cfg.encoder.d_model)
+        self.positions = nn.Parameter(torch.randn(cfg.max_len, cfg.encoder.d_model) * 0.02)
+
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        if ids.shape[1] > self.cfg.max_len:
+            raise ValueError(f"sequence length {ids.shape[1]} exceeds max_len {self.cfg.max_len}")
+        return self.tokens(ids) + self.positions[: ids.shape[1]]
+
+
+class ViT(Classifier):
+    """Vision Transformer: non-overlapping patches, a <cls> vector, learned positions.
+    inputs: images `(batch, channels, side, side)`."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__(cfg)
+        if cfg.image_size % cfg.patch:
+            raise ValueError(f"image_size {cfg.image_size} is not a multiple of patch {cfg.patch}")
+        d = cfg.encoder.d_model
+        self.patches = nn.Conv2d(cfg.channels, d, kernel_size=cfg.patch, stride=cfg.patch)
+        self.cls = nn.Parameter(torch.zeros(1, 1, d))
+        n_tokens = 1 + (cfg.image_size // cfg.patch) ** 2
+        self.positions = nn.Parameter(torch.randn(n_tokens, d) * 0.02)
+
+    def embed(self, images: torch.Tensor) -> torch.Tensor:
+        expected = (self.cfg.channels, self.cfg.image_size, self.cfg.image_size)
+        if tuple(images.shape[1:]) != expected:
+            raise ValueError(f"images must have shape (batch, {expected[0]}, {expected[1]}, "
+                             f"{expected[2]}); got {tuple(images.shape)}")
+        x = self.patches(images).flatten(2).transpose(1, 2)  # (batch, patches, d)
+        return torch.cat([self.cls.expand(len(x), -1, -1), x], dim=1) + self.positions
+
+
+def build_model(cfg: ModelConfig) -> Classifier:
+    """`TransformerEncoder` for kind "text", `ViT` for kind "image"."""
+    models = {"text": TransformerEncoder, "image": ViT}
+    if cfg.kind not in models:
+        raise ValueError(f"unknown model kind {cfg.kind!r}; valid: {', '.join(models)}")
+    return models[cfg.kind](cfg)

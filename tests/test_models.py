@@ -1,0 +1,84 @@
+import pytest
+import torch
+
+from rankcollapse.attention import marginal_errors
+from rankcollapse.collapse import random_stack
+from rankcollapse.models import Encoder, EncoderConfig, Switches, init_random_
+
+
+def small(normalization="softmax", **switches):
+    cfg = EncoderConfig(d_model=16, n_heads=2, depth=3, d_ff=32, normalization=normalization,
+                        n_iter=20, switches=Switches(**switches))
+    torch.manual_seed(0)
+    return Encoder(cfg).eval()
+
+
+def test_recorded_shapes_and_layer_zero_is_the_input():
+    enc = small()
+    x = torch.randn(4, 7, 16)
+    out = enc(x, record=True)
+    assert out.hidden.shape == (4, 4, 7, 16)
+    assert out.attn_out.shape == (3, 4, 7, 16)
+    assert out.attention.shape == (3, 4, 2, 7, 7)
+    assert torch.equal(out.hidden[0], x)
+    torch.testing.assert_close(out.hidden[-1], out.x)
+    bare = enc(x)
+    assert bare.hidden is None and bare.attention is None and bare.attn_out is None
+    torch.testing.assert_close(bare.x, out.x)
+
+
+def test_switches_act_at_inference_without_reloading():
+    enc = small()
+    x = torch.randn(2, 5, 16)
+    full = enc(x).x
+    enc.switches.skip = False
+    no_skip = enc(x).x
+    assert not torch.allclose(full, no_skip)
+    enc.switches.ffn = False
+    enc.switches.layernorm = False
+    pure = enc(x).x
+    expected = x
+    for block in enc.blocks:  # pure attention: the blocks' attention applied in turn
+        expected = block.attn(expected)
+    torch.testing.assert_close(pure, expected)
+    enc.switches.skip = enc.switches.ffn = enc.switches.layernorm = True
+    torch.testing.assert_close(enc(x).x, full)
+
+
+def test_each_encoder_owns_its_switches():
+    cfg = EncoderConfig(d_model=8, n_heads=2, depth=1)
+    a, b = Encoder(cfg), Encoder(cfg)
+    a.switches.skip = False
+    assert b.switches.skip and cfg.switches.skip
+
+
+def test_mask_flows_into_attention():
+    enc = small("sinkhorn")
+    mask = torch.tensor([[True, True, True, False, False]])
+    out = enc(torch.randn(1, 5, 16), mask=mask, record=True)
+    assert (out.attention[..., 3:, :] == 0).all() and (out.attention[..., :, 3:] == 0).all()
+
+
+def test_sinkhorn_encoder_attention_is_doubly_stochastic():
+    out = small("sinkhorn")(torch.randn(3, 6, 16), record=True)
+    rows, cols = marginal_errors(out.attention)
+    assert rows.max() < 1e-4 and cols.max() < 1e-5
+
+
+@pytest.mark.parametrize("logit_std", [0.5, 2.0])
+def test_init_random_sets_the_logit_scale(logit_std):
+    enc = init_random_(Encoder(EncoderConfig(d_model=64, n_heads=2, depth=2)), logit_std,
+                       torch.Generator().manual_seed(0))
+    enc.switches.layernorm = False
+    out = enc(torch.randn(16, 32, 64), record=True)
+    block = enc.blocks[0]
+    _, info = block.attn(torch.randn(16, 32, 64), return_info=True)
+    assert info.logits.std().item() == pytest.approx(logit_std, rel=0.2)
+    assert out.hidden.shape[0] == 3
+
+
+def test_random_stack_is_reproducible():
+    x = torch.randn(2, 5, 8)
+    a = random_stack(8, 2, 2, "softmax", 1.0, Switches(), seed=3)
+    b = random_stack(8, 2, 2, "softmax", 1.0, Switches(), seed=3)
+    torch.testing.assert_close(a(x).x, b(x).x)
