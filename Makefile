@@ -4,10 +4,13 @@ PROFILE ?= ci
 DEVICE ?= auto
 SEED ?= 0
 VENV := .venv
+# MathJax from the npm registry, served from the book's own files (the book renders offline).
+MATHJAX_VERSION := 3.2.2
+MATHJAX := book/_static/mathjax/tex-mml-chtml.js
 
 .PHONY: book test test-all clean
 
-book: $(VENV)/.installed
+book: $(VENV)/.installed $(MATHJAX)
 	$(VENV)/bin/python -m rankcollapse.book all --profile $(PROFILE) --device $(DEVICE) --seed $(SEED)
 
 test: $(VENV)/.installed
@@ -21,6 +24,13 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -e '.[book,dev]'
 	touch $@
+
+$(MATHJAX):
+	mkdir -p .cache/npm book/_static/mathjax
+	cd .cache/npm && npm pack --silent mathjax@$(MATHJAX_VERSION)
+	tar xzf .cache/npm/mathjax-$(MATHJAX_VERSION).tgz -C book/_static/mathjax \
+		--strip-components=2 package/es5
+	test -f $@
 
 clean:
 	rm -rf _build book/chapters .cache

@@ -28,6 +28,11 @@ profile = "ci"
 device = "auto"
 seed = 0
 
+# %% tags=["remove-input"]
+from rankcollapse.provenance import chapter_header
+
+settings, torch_device = chapter_header(profile, device, seed)
+
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
@@ -37,10 +42,8 @@ from myst_nb import glue
 
 from rankcollapse.collapse import layernorm_rank_check, log_summary, sweep
 from rankcollapse.figures import band_from_summary, use_style
-from rankcollapse.provenance import chapter_header
 from rankcollapse.rank import composite_norm, relative_residual, residual
 
-settings, torch_device = chapter_header(profile, device, seed)
 use_style()
 sizes = dict(n_samples=settings.n_samples, n_tokens=settings.n_tokens,
              d_model=settings.d_model, n_heads=settings.n_heads, depth=settings.depth,

@@ -26,6 +26,11 @@ profile = "ci"
 device = "auto"
 seed = 0
 
+# %% tags=["remove-input"]
+from rankcollapse.provenance import chapter_header
+
+settings, torch_device = chapter_header(profile, device, seed)
+
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
@@ -38,9 +43,7 @@ from rankcollapse.attention import convergence, marginal_errors, sinkhorn, softm
 from rankcollapse.bench import time_vs_n
 from rankcollapse.collapse import log_summary, row_entropy, sweep
 from rankcollapse.figures import NORMALIZATION_COLORS, band_from_summary, use_style
-from rankcollapse.provenance import chapter_header
 
-settings, torch_device = chapter_header(profile, device, seed)
 use_style()
 gen = torch.Generator().manual_seed(seed)
 n = settings.n_tokens

@@ -35,6 +35,11 @@ profile = "ci"
 device = "auto"
 seed = 0
 
+# %% tags=["remove-input"]
+from rankcollapse.provenance import chapter_header
+
+settings, torch_device = chapter_header(profile, device, seed)
+
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
@@ -43,11 +48,9 @@ import torch
 from myst_nb import glue
 
 from rankcollapse.figures import NORMALIZATION_COLORS, use_style
-from rankcollapse.provenance import chapter_header
 from rankcollapse.theory import (depth_table, linearization_errors, loglog_slope,
                                  one_layer_table, random_head)
 
-settings, torch_device = chapter_header(profile, device, seed)
 use_style()
 gen = torch.Generator().manual_seed(seed)
 n, d = settings.n_tokens, settings.d_model

@@ -31,6 +31,11 @@ profile = "ci"
 device = "auto"
 seed = 0
 
+# %% tags=["remove-input"]
+from rankcollapse.provenance import chapter_header
+
+settings, torch_device = chapter_header(profile, device, seed)
+
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
@@ -44,11 +49,9 @@ from IPython.display import Markdown
 from rankcollapse.collapse import random_stack, random_tokens
 from rankcollapse.figures import NORMALIZATION_COLORS, ratio_plot, use_style
 from rankcollapse.models import Switches
-from rankcollapse.provenance import chapter_header
 from rankcollapse.randmat import (compare_attention, compare_paths, random_logits,
                                   sinkhorn_advantage, verdict)
 
-settings, torch_device = chapter_header(profile, device, seed)
 use_style()
 gen = torch.Generator().manual_seed(seed)
 layers, heads, n = settings.depth, settings.n_heads, settings.n_tokens

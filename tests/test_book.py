@@ -11,8 +11,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from rankcollapse.book import Project, build, cache_key, main, run
-from rankcollapse.provenance import TIME_PLACEHOLDER, fill_execution_time
+from rankcollapse.book import Project, build, cache_key, finalize, main, run
+from rankcollapse.provenance import TIME_PLACEHOLDER
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PARAMETERS = {"profile": "ci", "device": "cpu", "seed": 7}
@@ -99,12 +99,16 @@ def test_build_refuses_when_a_chapter_was_not_executed(tmp_path, capsys):
     assert "book/chapters/01_pass" in err and "rankcollapse.book run" in err
 
 
-def test_fill_execution_time_replaces_the_placeholder(tmp_path):
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(outputs=[
-        nbformat.v4.new_output("display_data", data={"text/html": f"<b>{TIME_PLACEHOLDER}</b>"})
-    ])])
+def test_finalize_fills_the_time_and_hides_parameter_cells(tmp_path):
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("profile = 'ci'", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell("profile = 'full'", metadata={"tags": ["injected-parameters"]}),
+        nbformat.v4.new_code_cell(outputs=[nbformat.v4.new_output(
+            "display_data", data={"text/html": f"<b>{TIME_PLACEHOLDER}</b>"})])])
     path = tmp_path / "chapter.ipynb"
     nbformat.write(notebook, path)
-    fill_execution_time(path, 42.06)
-    html = nbformat.read(path, as_version=4).cells[0].outputs[0].data["text/html"]
-    assert html == "<b>42.1 s</b>"
+    finalize(path, 42.06)
+    cells = nbformat.read(path, as_version=4).cells
+    assert cells[2].outputs[0].data["text/html"] == "<b>42.1 s</b>"
+    assert all("remove-cell" in c.metadata["tags"] for c in cells[:2])
+    assert "tags" not in cells[2].metadata or "remove-cell" not in cells[2].metadata["tags"]

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import jupytext
+import nbformat
 import papermill
 import yaml
 from jupyter_client.kernelspec import KernelSpecManager
@@ -141,8 +142,20 @@ def execute(project: Project, name: str, parameters: dict) -> float:
     except papermill.PapermillExecutionError as error:
         raise ChapterFailed(describe_failure(project, name, error)) from None
     seconds = time.perf_counter() - start
-    fill_execution_time(project.output(name), seconds)
+    finalize(project.output(name), seconds)
     return seconds
+
+
+def finalize(path: Path, seconds: float) -> None:
+    """Write the measured time into the header box, and hide the parameter cells from the
+    rendered page (the header box states the values; the notebook keeps them)."""
+    nb = nbformat.read(path, as_version=4)
+    fill_execution_time(nb, seconds)
+    for cell in nb.cells:
+        tags = cell.metadata.setdefault("tags", [])
+        if {"parameters", "injected-parameters"} & set(tags) and "remove-cell" not in tags:
+            tags.append("remove-cell")
+    nbformat.write(nb, path)
 
 
 def describe_failure(project: Project, name: str, error: papermill.PapermillExecutionError) -> str:

@@ -65,12 +65,10 @@ def chapter_header(profile: str, device: str, seed: int) -> tuple[Profile, torch
     return settings, torch_device
 
 
-def fill_execution_time(notebook: Path, seconds: float) -> None:
-    """Replace `TIME_PLACEHOLDER` in the outputs of the executed `notebook` by `seconds`."""
-    nb = nbformat.read(notebook, as_version=4)
+def fill_execution_time(nb: nbformat.NotebookNode, seconds: float) -> None:
+    """Replace `TIME_PLACEHOLDER` in the outputs of the executed notebook `nb` by `seconds`."""
     for cell in nb.cells:
         for output in cell.get("outputs", []):
             for mime, text in output.get("data", {}).items():
                 if isinstance(text, str) and TIME_PLACEHOLDER in text:
                     output["data"][mime] = text.replace(TIME_PLACEHOLDER, f"{seconds:.1f} s")
-    nbformat.write(nb, notebook)
