@@ -84,3 +84,15 @@ def test_path_products_match_a_plain_loop():
         torch.testing.assert_close(got[k], expected)
     with pytest.raises(ValueError, match="layers, batch, heads"):
         path_products(attn[0], paths)
+
+
+@pytest.mark.parametrize("kind", ["mean", "rank1"])
+def test_masked_residual_equals_residual_of_the_real_tokens(kind):
+    x = randn(2, 6, 4, seed=6)
+    mask = torch.tensor([[True] * 6, [True] * 4 + [False] * 2])
+    got = residual(x, kind, mask)
+    torch.testing.assert_close(got[1, :4], residual(x[1, :4], kind))
+    assert (got[1, 4:] == 0).all()
+    torch.testing.assert_close(got[0], residual(x[0], kind))
+    rel = relative_residual(x, "fro", kind, mask)
+    assert rel[1].item() == pytest.approx(relative_residual(x[1, :4], "fro", kind).item())

@@ -112,67 +112,120 @@ def _log_normalize(x: torch.Tensor, dim: int, mask: torch.Tensor) -> torch.Tenso
     return x - torch.logsumexp(x.masked_fill(padded, 0.0), dim=dim, keepdim=True)
 
 
-def _scaled(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    """1 / x, zeroed on padded tokens and divided by its max (the next half-step ignores
-    that scale); clamping keeps 1 / x finite when x underflows."""
-    if mask is None:
-        return (y := 1.0 / x.clamp_min(_TINY)) / y.amax(dim=-1, keepdim=True)
-    y = mask / x.masked_fill(~mask, 1.0).clamp_min(_TINY)
-    return y / y.amax(dim=-1, keepdim=True)
+def _blocks(logits: torch.Tensor, mask: torch.Tensor | None, *others: torch.Tensor):
+    """Split `(..., n, n)` tensors (and the `(..., n)` mask) into blocks of matrices.
+
+    Each half-step streams K (or K^T) once; when K and K^T of the whole batch exceed the CPU's
+    cache, every half-step goes to main memory and is about 2.5x slower (measured here), so on
+    CPU the batch is processed in cache-sized blocks. On CUDA it is one block.
+    """
+    n = logits.shape[-1]
+    block = logits[..., 0, 0].numel() if logits.is_cuda else max(1, _CPU_BLOCK_BYTES // (n * n * 4))
+    flat = [t.reshape(-1, n, n).split(block) for t in (logits, *others)]
+    masks = mask.reshape(-1, n).split(block) if mask is not None else [None] * len(flat[0])
+    return zip(masks, *flat)
 
 
 def _sinkhorn_forward(logits: torch.Tensor, half_steps: int,
                       mask: torch.Tensor | None) -> torch.Tensor:
-    """Sinkhorn on `(..., n, n)`; on CPU in blocks of matrices that fit in the cache.
-
-    Each half-step streams K (or K^T) once; when K and K^T of the whole batch exceed the CPU's
-    cache, every half-step goes to main memory and is about 2.5x slower (measured here).
-    """
-    n = logits.shape[-1]
-    flat = logits.reshape(-1, n, n)
-    flat_mask = None if mask is None else mask.reshape(-1, n)
-    block = flat.shape[0] if logits.is_cuda else max(1, _CPU_BLOCK_BYTES // (n * n * 4))
-    outs = [_sinkhorn_block(x, half_steps, None if flat_mask is None else m)
-            for x, m in zip(flat.split(block), (flat_mask if flat_mask is not None
-                                                 else flat).split(block))]
+    """Sinkhorn on `(..., n, n)`, block by block (see `_blocks`)."""
+    outs = []
+    for m, x in _blocks(logits, mask):
+        k = _first_steps(x, half_steps, m)
+        if half_steps > 2:
+            k = _plan(*_iterate(_with_padding_identity(k, m), half_steps), half_steps)[0]
+            k = k if m is None else k * _pair_mask(m)
+        outs.append(k)
     return torch.cat(outs).reshape(logits.shape)
 
 
-def _sinkhorn_block(logits: torch.Tensor, half_steps: int,
-                    mask: torch.Tensor | None) -> torch.Tensor:
-    """`half_steps` alternating normalizations (row first) of exp(logits); see module doc."""
+def _with_padding_identity(k: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """K with ones on the padded tokens' diagonal. Padded rows and columns of K are zero, so
+    K becomes block diagonal: the real block and an identity, which is already doubly
+    stochastic. Sinkhorn treats the blocks independently, so the iterations need no mask."""
+    return k if mask is None else k + torch.diag_embed((~mask).to(k.dtype))
+
+
+def _first_steps(logits: torch.Tensor, half_steps: int,
+                 mask: torch.Tensor | None) -> torch.Tensor:
+    """Half-steps 1 (rows: exactly softmax) and 2 (columns) in the log domain, exponentiated:
+    K with entries in [0, 1] and no row or column below 1/n^2."""
     if mask is None:  # the fused kernel is faster; it would turn masked lines into NaN
-        x = torch.log_softmax(logits, -1)  # half-step 1 (rows): exactly softmax
-        x = x if half_steps == 1 else torch.log_softmax(x, -2)  # half-step 2 (columns)
+        x = torch.log_softmax(logits, -1)
+        x = x if half_steps == 1 else torch.log_softmax(x, -2)
     else:
         x = _log_normalize(logits.masked_fill(~_pair_mask(mask), float("-inf")), -1, mask)
         x = x if half_steps == 1 else _log_normalize(x, -2, mask)
-    if half_steps == 1:
-        return x.exp()
-    k = x.exp()
-    if half_steps == 2:
-        return k
-    v = torch.ones(k.shape[:-1], dtype=k.dtype, device=k.device) if mask is None \
-        else mask.to(k.dtype).expand(k.shape[:-1])
-    u = v
-    # Both products are written as vector-times-matrix, the fastest batched form here.
-    kt = k.transpose(-1, -2).contiguous()
-    for step in range(3, half_steps + 1):
+    return x.exp()
+
+
+def _iterate(k: torch.Tensor, half_steps: int):
+    """Half-steps 3 .. half_steps - 1 in the scaling domain. Returns K, K^T, the last u and
+    v, and every step's (product, scaling) pair, which the backward pass reuses."""
+    u = v = torch.ones(k.shape[:-1], dtype=k.dtype, device=k.device)
+    kt = k.transpose(-1, -2).contiguous()  # both products as vector-times-matrix: fastest
+    steps = []
+    for step in range(3, half_steps):
         if step % 2:  # row step: u = 1 / (K v)
-            u = _scaled((v.unsqueeze(-2) @ kt).squeeze(-2), mask)
+            a = (v.unsqueeze(-2) @ kt).squeeze(-2).clamp_min(_TINY)
+            u = a.amin(dim=-1, keepdim=True) / a  # 1 / a, largest entry scaled to 1
+            steps.append((a, u))
         else:  # column step: v = 1 / (K^T u)
-            v = _scaled((u.unsqueeze(-2) @ k).squeeze(-2), mask)
-    # The last half-step is written as an explicit normalization, so the returned matrix is
-    # exactly row- (odd `half_steps`) or column-stochastic (even) up to rounding.
+            b = (u.unsqueeze(-2) @ k).squeeze(-2).clamp_min(_TINY)
+            v = b.amin(dim=-1, keepdim=True) / b
+            steps.append((b, v))
+    return k, kt, u, v, steps
+
+
+def _plan(k, kt, u, v, steps, half_steps: int):
+    """The last half-step as an explicit normalization, so the result is exactly row- (odd
+    `half_steps`) or column-stochastic (even) up to rounding. Returns (P, sums, scaling)."""
     if half_steps % 2:
-        p = k * v.unsqueeze(-2)
-        return p / p.sum(-1, keepdim=True).clamp_min(_TINY)
-    p = k * u.unsqueeze(-1)
-    return p / p.sum(-2, keepdim=True).clamp_min(_TINY)
+        q = k * v.unsqueeze(-2)
+        sums = q.sum(-1, keepdim=True).clamp_min(_TINY)
+    else:
+        q = k * u.unsqueeze(-1)
+        sums = q.sum(-2, keepdim=True).clamp_min(_TINY)
+    return q / sums, sums
+
+
+def _scaling_backward(k, kt, u, v, steps, half_steps: int, grad_p: torch.Tensor
+                      ) -> torch.Tensor:
+    """Gradient with respect to K of the scaling-domain half-steps, by hand.
+
+    The rescaling of u and v in `_iterate` is treated as a constant: the result is invariant to
+    that scale, so its derivative contributes nothing. Each step's outer product is
+    accumulated in one batched product at the end instead of n x n work per step.
+    """
+    p, sums = _plan(k, kt, u, v, steps, half_steps)
+    zero = torch.zeros_like(u)
+    if half_steps % 2:  # P = K diag(v) / (K v)
+        g_q = (grad_p - (grad_p * p).sum(-1, keepdim=True)) / sums
+        g_k, g_u, g_v = g_q * v.unsqueeze(-2), zero, (g_q * k).sum(-2)
+    else:  # P = diag(u) K / (u^T K)
+        g_q = (grad_p - (grad_p * p).sum(-2, keepdim=True)) / sums
+        g_k, g_u, g_v = g_q * u.unsqueeze(-1), (g_q * k).sum(-1), zero
+    ones = torch.ones_like(u)
+    lefts, rights = [], []  # g_K += sum_t lefts[t] (outer) rights[t]
+    for index in reversed(range(len(steps))):
+        product, scaling = steps[index]
+        before = steps[index - 1][1] if index else ones
+        if index % 2 == 0:  # row step: u = c / (K v_before)
+            g_a = -g_u * scaling / product
+            g_v, g_u = (g_a.unsqueeze(-2) @ k).squeeze(-2), zero
+            lefts.append(g_a), rights.append(before)
+        else:  # column step: v = c / (K^T u_before)
+            g_b = -g_v * scaling / product
+            g_u, g_v = (g_b.unsqueeze(-2) @ kt).squeeze(-2), zero
+            lefts.append(before), rights.append(g_b)
+    if lefts:
+        g_k = g_k + torch.stack(lefts, -1) @ torch.stack(rights, -2)
+    return g_k
 
 
 class _Sinkhorn(torch.autograd.Function):
-    """Sinkhorn with a recomputing backward: saves only the logits, not every iterate."""
+    """Sinkhorn whose backward recomputes the iterations from the saved logits (nothing else
+    is saved) and differentiates the scaling steps by hand."""
 
     @staticmethod
     def forward(ctx, logits, half_steps, mask):
@@ -184,11 +237,17 @@ class _Sinkhorn(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out):
         (logits,) = ctx.saved_tensors
-        with torch.enable_grad():
-            x = logits.detach().requires_grad_(True)
-            out = _sinkhorn_forward(x, ctx.half_steps, ctx.mask)
-            (grad,) = torch.autograd.grad(out, x, grad_out)
-        return grad, None, None
+        h = ctx.half_steps
+        grads = []
+        for m, x, g in _blocks(logits, ctx.mask, grad_out):
+            with torch.enable_grad():
+                x = x.detach().requires_grad_(True)
+                k = _first_steps(x, h, m)
+            if h > 2:
+                g = g if m is None else g * _pair_mask(m)
+                g = _scaling_backward(*_iterate(_with_padding_identity(k.detach(), m), h), h, g)
+            grads.append(torch.autograd.grad(k, x, g)[0])
+        return torch.cat(grads).reshape(logits.shape), None, None
 
 
 def sinkhorn(logits: torch.Tensor, n_iter: int = 50, mask: torch.Tensor | None = None, *,

@@ -7,9 +7,29 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import torch
+
+
+@dataclass(frozen=True)
+class Task:
+    """One trained-model experiment: a dataset and the model and schedule trained on it.
+    The paper's training hyper-parameters are not known to us; these are this book's."""
+
+    dataset: str  # a name of rankcollapse.data.DATASETS
+    depth: int
+    d_model: int
+    n_heads: int
+    d_ff: int
+    epochs: int
+    batch_size: int
+    lr: float
+    warmup_steps: int
+    max_len: int = 128  # text: tokens, including <cls>
+    patch: int = 4  # images: patch side in pixels
+    image_size: int | None = None  # images: resize to this side (None: keep)
+    train_limit: int | None = None  # use only the first N training samples
 
 
 @dataclass(frozen=True)
@@ -22,16 +42,39 @@ class Profile:
     n_iter: int  # full Sinkhorn iterations (one row + one column normalization each)
     n_samples: int  # random inputs (or weight draws) per configuration
     n_paths: int  # sampled attention paths per depth
+    tasks: dict[str, Task] = field(default_factory=dict)  # chapter 5: role -> task
+    train_seeds: tuple[int, ...] = (0,)  # one model per seed and normalization
+    n_eval: int = 256  # test inputs analysed per model in chapter 5
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
+_CI_TASKS = {  # sized so that the six ci models train in about 5 minutes on 2 CPU cores
+    "text": Task("wordnet4", depth=6, d_model=64, n_heads=4, d_ff=128, epochs=3,
+                 batch_size=128, lr=1e-3, warmup_steps=30, max_len=32),
+    "mnist": Task("mnist10k", depth=6, d_model=64, n_heads=4, d_ff=128, epochs=4,
+                  batch_size=128, lr=1e-3, warmup_steps=30, patch=7),
+    "cats_dogs": Task("fashion_mnist", depth=6, d_model=64, n_heads=4, d_ff=128, epochs=6,
+                      batch_size=128, lr=1e-3, warmup_steps=30, patch=7),
+}
+# The paper's sizes: 24 layers, d_model 128, 4 heads, max length 128, MNIST 4x4 patches,
+# Cats and Dogs 16x16 patches (images resized to 128 x 128: 64 patches + <cls>, our choice).
+_FULL_TASKS = {
+    "text": Task("ag_news", depth=24, d_model=128, n_heads=4, d_ff=256, epochs=5,
+                 batch_size=128, lr=5e-4, warmup_steps=1000, max_len=128),
+    "mnist": Task("mnist", depth=24, d_model=128, n_heads=4, d_ff=256, epochs=10,
+                  batch_size=128, lr=5e-4, warmup_steps=1000, patch=4),
+    "cats_dogs": Task("cats_dogs", depth=24, d_model=128, n_heads=4, d_ff=256, epochs=20,
+                      batch_size=64, lr=3e-4, warmup_steps=1000, patch=16, image_size=128),
+}
+
 PROFILES: dict[str, Profile] = {
     "ci": Profile("ci", n_tokens=32, d_model=32, n_heads=2, depth=12, n_iter=50,
-                  n_samples=32, n_paths=100),
+                  n_samples=32, n_paths=100, tasks=_CI_TASKS, train_seeds=(0,), n_eval=128),
     "full": Profile("full", n_tokens=128, d_model=128, n_heads=4, depth=24, n_iter=50,
-                    n_samples=128, n_paths=100),
+                    n_samples=128, n_paths=100, tasks=_FULL_TASKS, train_seeds=(0, 1, 2),
+                    n_eval=512),
 }
 
 DEVICES = ("auto", "cpu", "cuda")

@@ -32,26 +32,35 @@ def matrix_norm(m: torch.Tensor, norm: str = "composite") -> torch.Tensor:
     raise ValueError(f"unknown norm {norm!r}; valid: {', '.join(NORMS)}")
 
 
-def residual(x: torch.Tensor, kind: str = "mean") -> torch.Tensor:
+def residual(x: torch.Tensor, kind: str = "mean", mask: torch.Tensor | None = None
+             ) -> torch.Tensor:
     """What is left of `x (..., n, d)` after removing the component shared by all tokens.
 
     'mean' : X - 1 mean(X)^T (the token mean, as in prior plotting code).
     'rank1': X minus its best rank-1 approximation (truncated SVD).
+    mask `(..., n)`, True = real token: padded tokens are ignored (their rows are zero).
     """
     if x.dim() < 2:
         raise ValueError(f"residual needs a matrix (..., n, d); got shape {tuple(x.shape)}")
+    if kind not in RESIDUALS:
+        raise ValueError(f"unknown residual kind {kind!r}; valid: {', '.join(RESIDUALS)}")
+    weight = None if mask is None else mask.unsqueeze(-1).to(x.dtype)
+    if weight is not None:
+        x = x * weight
     if kind == "mean":
-        return x - x.mean(dim=-2, keepdim=True)
-    if kind == "rank1":
-        u, s, vh = torch.linalg.svd(x, full_matrices=False)
-        return x - s[..., :1, None] * u[..., :, :1] @ vh[..., :1, :]
-    raise ValueError(f"unknown residual kind {kind!r}; valid: {', '.join(RESIDUALS)}")
+        if weight is None:
+            return x - x.mean(dim=-2, keepdim=True)
+        return (x - x.sum(-2, keepdim=True) / weight.sum(-2, keepdim=True)) * weight
+    u, s, vh = torch.linalg.svd(x, full_matrices=False)  # zero rows stay zero
+    return x - s[..., :1, None] * u[..., :, :1] @ vh[..., :1, :]
 
 
-def relative_residual(x: torch.Tensor, norm: str = "composite", kind: str = "mean"
-                      ) -> torch.Tensor:
-    """||res(X)|| / ||X|| per matrix, shape `(...)`. Zero matrices give NaN, not a silent 0."""
-    return matrix_norm(residual(x, kind), norm) / matrix_norm(x, norm)
+def relative_residual(x: torch.Tensor, norm: str = "composite", kind: str = "mean",
+                      mask: torch.Tensor | None = None) -> torch.Tensor:
+    """||res(X)|| / ||X|| per matrix, shape `(...)`. Zero matrices give NaN, not a silent 0.
+    With `mask`, both norms are over the real tokens only."""
+    real = x if mask is None else x * mask.unsqueeze(-1).to(x.dtype)
+    return matrix_norm(residual(x, kind, mask), norm) / matrix_norm(real, norm)
 
 
 # ----------------------------------------------------------------------------- paths

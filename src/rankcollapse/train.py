@@ -1,0 +1,212 @@
+"""Training with deterministic seeds, atomic checkpoints, resume, and a cache by config hash.
+
+Optimizer: AdamW (betas 0.9, 0.999), linear warm-up over `warmup_steps`, then cosine decay to
+zero at the last step; gradient norm clipped at 1. The paper's hyper-parameters are not known
+to us: these are this book's choice, recorded in the config (and so in its hash).
+
+Determinism: the batch order of epoch e is a permutation drawn from a generator seeded with
+(seed, e), the model is initialized from `seed`, and there is no dropout, so a run that is
+killed and resumed from its last checkpoint replays exactly the steps it lost and ends with
+the same weights as an uninterrupted run (on the same device and library versions).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+from tqdm import tqdm
+
+from .models import Classifier, ModelConfig, build_model
+from .profiles import resolve_device
+
+if TYPE_CHECKING:  # training needs only .x, .y, .mask of a dataset
+    from .data import Dataset
+
+
+_WEIGHT_SOURCES = ("attention.py", "models.py", "train.py", "data.py")
+
+
+@dataclass
+class TrainConfig:
+    model: ModelConfig
+    dataset: str
+    epochs: int = 5
+    batch_size: int = 64
+    lr: float = 1e-3
+    weight_decay: float = 0.01
+    warmup_steps: int = 100
+    seed: int = 0
+    checkpoint_every: int = 200  # steps
+    bf16: bool = False  # autocast on CUDA; Sinkhorn itself always runs in float32
+    extra: dict = field(default_factory=dict)  # data options that change the run (max_len...)
+
+    def key(self) -> str:
+        """Hash of everything that determines the trained weights (16 hex digits): this
+        config and the sources of the modules that compute the model and its training."""
+        digest = hashlib.sha256(json.dumps(asdict(self), sort_keys=True, default=str).encode())
+        for module in _WEIGHT_SOURCES:
+            digest.update((Path(__file__).parent / module).read_bytes())
+        return digest.hexdigest()[:16]
+
+
+@dataclass
+class TrainResult:
+    model: Classifier
+    config: TrainConfig
+    test_accuracy: float
+    train_seconds: float  # wall time of the training that produced the weights
+    steps: int
+    losses: list[float]  # mean training loss per epoch
+    from_cache: bool
+
+
+# ----------------------------------------------------------------------------- schedule
+
+
+def learning_rate(step: int, total: int, cfg: TrainConfig) -> float:
+    """Linear warm-up to `lr`, then cosine decay to zero at `total` steps."""
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    progress = (step - cfg.warmup_steps) / max(1, total - cfg.warmup_steps)
+    return cfg.lr * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+def epoch_order(n: int, seed: int, epoch: int) -> torch.Tensor:
+    """The sample order of one epoch, a function of (seed, epoch) only."""
+    return torch.randperm(n, generator=torch.Generator().manual_seed(seed * 100_003 + epoch))
+
+
+# ----------------------------------------------------------------------------- checkpoints
+
+
+def _atomic_save(obj, path: Path) -> None:
+    """torch.save to a temporary file, then rename: a kill never leaves a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def _batch(data: Dataset, index: torch.Tensor, device: torch.device):
+    x = data.x[index].to(device)
+    mask = None if data.mask is None else data.mask[index].to(device)
+    return x, mask, data.y[index].to(device)
+
+
+@torch.no_grad()
+def evaluate(model: Classifier, data: Dataset, device: torch.device,
+             batch_size: int = 256) -> float:
+    """Accuracy of `model` on `data`, in [0, 1]."""
+    model.eval()
+    correct = 0
+    for start in range(0, len(data), batch_size):
+        x, mask, y = _batch(data, torch.arange(start, min(start + batch_size, len(data))), device)
+        correct += int((model(x, mask)[0].argmax(-1) == y).sum())
+    return correct / len(data)
+
+
+# ----------------------------------------------------------------------------- training
+
+
+def train(cfg: TrainConfig, train_data: Dataset, test_data: Dataset,
+          cache_dir: str | Path = ".cache/models", device: str = "auto",
+          quiet: bool = False, stop_after: int | None = None) -> TrainResult:
+    """Train (or load from the cache) the model of `cfg` on `train_data`.
+
+    The run lives in `cache_dir/<cfg.key()>/`: `checkpoint.pt` (every `checkpoint_every`
+    steps, atomic), then `model.pt` and `result.json` when finished. A finished run is loaded,
+    an unfinished one resumes from its checkpoint. `quiet` prints one line per epoch instead
+    of progress bars (for papermill logs). `stop_after` stops after that many steps in this
+    call (for tests of resume), returning a result with `steps` < the total.
+    """
+    run = Path(cache_dir) / cfg.key()
+    dev = resolve_device(device)
+    if (run / "result.json").is_file():
+        return _load_finished(run, cfg, dev)
+    torch.manual_seed(cfg.seed)
+    model = build_model(cfg.model).to(dev)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr,
+                                  weight_decay=cfg.weight_decay)
+    per_epoch = math.ceil(len(train_data) / cfg.batch_size)
+    total = per_epoch * cfg.epochs
+    state = {"step": 0, "losses": [], "epoch_loss": 0.0, "seconds": 0.0}
+    if (run / "checkpoint.pt").is_file():
+        saved = torch.load(run / "checkpoint.pt", map_location=dev, weights_only=False)
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        state = saved["state"]
+    started = time.perf_counter() - state["seconds"]
+    bar = tqdm(total=total, initial=state["step"], disable=quiet, desc=f"train {cfg.dataset}")
+    model.train()
+    while state["step"] < total:
+        if stop_after is not None and stop_after <= 0:
+            break
+        epoch, index_in_epoch = divmod(state["step"], per_epoch)
+        order = epoch_order(len(train_data), cfg.seed, epoch)
+        index = order[index_in_epoch * cfg.batch_size:(index_in_epoch + 1) * cfg.batch_size]
+        loss = _step(model, optimizer, _batch(train_data, index, dev),
+                     learning_rate(state["step"], total, cfg), cfg.bf16 and dev.type == "cuda")
+        state["epoch_loss"] += loss
+        state["step"] += 1
+        stop_after = None if stop_after is None else stop_after - 1
+        bar.update(1)
+        if state["step"] % per_epoch == 0:
+            state["losses"].append(state["epoch_loss"] / per_epoch)
+            state["epoch_loss"] = 0.0
+            if quiet:
+                print(f"{cfg.dataset} {cfg.model.encoder.normalization}: epoch "
+                      f"{len(state['losses'])}/{cfg.epochs} loss {state['losses'][-1]:.4f}",
+                      flush=True)
+        if state["step"] % cfg.checkpoint_every == 0 or state["step"] == total:
+            state["seconds"] = time.perf_counter() - started
+            _atomic_save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                          "state": state}, run / "checkpoint.pt")
+    bar.close()
+    if state["step"] < total:
+        return TrainResult(model, cfg, float("nan"), state["seconds"], state["step"],
+                           state["losses"], False)
+    return _finish(run, cfg, model, state, evaluate(model, test_data, dev))
+
+
+def _step(model: Classifier, optimizer, batch, lr: float, bf16: bool) -> float:
+    """One optimizer step on `batch`; returns the loss."""
+    x, mask, y = batch
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=bf16):
+        loss = torch.nn.functional.cross_entropy(model(x, mask)[0], y)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    return loss.item()
+
+
+def _finish(run: Path, cfg: TrainConfig, model: Classifier, state: dict,
+            accuracy: float) -> TrainResult:
+    """Write the final weights and the result (atomically), drop the checkpoint."""
+    _atomic_save(model.state_dict(), run / "model.pt")
+    result = {"test_accuracy": accuracy, "train_seconds": state["seconds"],
+              "steps": state["step"], "losses": state["losses"], "config": asdict(cfg)}
+    tmp = run / "result.json.tmp"
+    tmp.write_text(json.dumps(result, indent=1, default=str))
+    os.replace(tmp, run / "result.json")
+    (run / "checkpoint.pt").unlink(missing_ok=True)
+    return TrainResult(model.eval(), cfg, accuracy, state["seconds"], state["step"],
+                       state["losses"], False)
+
+
+def _load_finished(run: Path, cfg: TrainConfig, device: torch.device) -> TrainResult:
+    result = json.loads((run / "result.json").read_text())
+    model = build_model(cfg.model).to(device)
+    model.load_state_dict(torch.load(run / "model.pt", map_location=device))
+    return TrainResult(model.eval(), cfg, result["test_accuracy"], result["train_seconds"],
+                       result["steps"], result["losses"], True)

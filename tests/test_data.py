@@ -1,0 +1,379 @@
+"""rankcollapse.data: real loaders on small fixtures in the real formats (written here into
+tmp_path), the committed stand-ins, the tokenizer, and the errors. Nothing touches the network:
+every test that could download replaces `data._fetch`."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import io
+import re
+import shutil
+import urllib.error
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from rankcollapse import data
+from rankcollapse.data import ChecksumError, DataError, Tokenizer, UnsafeArchiveError
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch):
+    """Any download attempt fails the test, unless the test installs its own `_fetch`."""
+    def refuse(url, dest):
+        raise AssertionError(f"a test tried to download {url}")
+    monkeypatch.setattr(data, "_fetch", refuse)
+
+
+def install(monkeypatch, root: Path, key: str, payload: bytes) -> Path:
+    """Put `payload` at `<root>/<key>` as if downloaded, and make it the expected file."""
+    path = root / key
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(payload)
+    monkeypatch.setitem(data.CHECKSUMS, key, hashlib.sha256(payload).hexdigest())
+    return path
+
+
+# ----------------------------------------------------------------------------- fixtures
+
+
+def ag_csv(rows: list[tuple[int, str, str]]) -> bytes:
+    """An AG's News CSV: every field quoted, as in the real files."""
+    out = io.StringIO()
+    csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
+    return out.getvalue().encode("utf-8")
+
+
+AG_TRAIN = [
+    (1, "Talks resume", 'Leaders met in Geneva, "again", to talk peace.'),
+    (2, "Cup final", "The home team won 3-1, after extra time."),
+    (3, "Stocks fall", "Shares slid as oil rose; investors, worried, sold."),
+    (4, "New chip", "A faster processor, the maker said, ships soon."),
+    (1, "Election", "Voters went to the polls again in a tense, close race."),
+    (2, "Tennis", "She won the race for the open in straight sets."),
+    (3, "Merger", "Two banks agreed to merge, creating a giant."),
+    (4, "Space probe", "The probe ships images of the moon."),
+]
+AG_TEST = [(2, "Marathon", "He won the race, again."), (4, "Software", "A zebra update ships.")]
+
+
+def idx_gz(array: np.ndarray, magic: int) -> bytes:
+    """A gzip IDX file: big-endian magic, big-endian dims, uint8 data."""
+    header = magic.to_bytes(4, "big") + b"".join(d.to_bytes(4, "big") for d in array.shape)
+    return gzip.compress(header + array.astype(np.uint8).tobytes())
+
+
+def digits(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """`n` 28x28 images whose pixels all equal 20 * label, so image/label pairing is checkable."""
+    labels = np.random.default_rng(seed).integers(0, 10, n).astype(np.uint8)
+    return np.repeat(labels * 20, 28 * 28).reshape(n, 28, 28), labels
+
+
+def jpeg(color: tuple[int, int, int]) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (24, 20), color).save(out, "JPEG")
+    return out.getvalue()
+
+
+CAT, DOG = (220, 30, 30), (30, 30, 220)
+PET_CORRUPT = {"PetImages/Cat/666.jpg": b"",  # empty, as in the real archive
+               "PetImages/Dog/11702.jpg": jpeg(DOG)[:200],  # truncated
+               "PetImages/Cat/note.jpg": b"not an image at all"}
+
+
+def pet_zip() -> bytes:
+    """A small PetImages archive: 20 cats (red), 20 dogs (blue), three undecodable .jpg files
+    and a Thumbs.db, as the real one holds."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for i in range(20):
+            archive.writestr(f"PetImages/Cat/{i}.jpg", jpeg(CAT))
+            archive.writestr(f"PetImages/Dog/{i}.jpg", jpeg(DOG))
+        for name, payload in PET_CORRUPT.items():
+            archive.writestr(name, payload)
+        archive.writestr("PetImages/Dog/Thumbs.db", b"\x00" * 64)
+        archive.writestr("readme[1].txt", "PetImages")
+    return out.getvalue()
+
+
+def zip_with(member: str) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr("PetImages/Cat/0.jpg", jpeg(CAT))
+        archive.writestr(member, "pwned")
+    return out.getvalue()
+
+
+# ----------------------------------------------------------------------------- AG's News
+
+
+@pytest.fixture
+def ag_root(tmp_path, monkeypatch) -> Path:
+    install(monkeypatch, tmp_path, "ag_news/train.csv", ag_csv(AG_TRAIN))
+    install(monkeypatch, tmp_path, "ag_news/test.csv", ag_csv(AG_TEST))
+    monkeypatch.setattr(data, "AG_NEWS_ROWS", {"train": len(AG_TRAIN), "test": len(AG_TEST)})
+    return tmp_path
+
+
+def test_ag_news_loads_labels_text_and_shares_the_training_vocabulary(ag_root):
+    train = data.load("ag_news", "train", ag_root, max_len=16)
+    test = data.load("ag_news", "test", ag_root, max_len=16)
+    assert train.kind == "text" and train.classes == ["World", "Sports", "Business", "Sci/Tech"]
+    assert train.x.shape == (8, 16) and train.x.dtype == torch.int64
+    assert train.mask.shape == (8, 16) and train.mask.dtype == torch.bool
+    assert sorted(train.y.tolist()) == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert test.vocab.itos == train.vocab.itos  # built from the training split
+    # Quoted commas stay inside their field; title and description are joined.
+    decoded = {test.vocab.decode(row): label for row, label in zip(test.x, test.y.tolist())}
+    # Words seen only once in training, or only in the test split, are <unk>.
+    assert decoded == {"<cls> <unk> <unk> won the race again": 1,
+                       "<cls> <unk> a <unk> <unk> ships": 3}
+    assert len(data.load("ag_news", "train", ag_root, limit=3)) == 3
+
+
+def test_ag_news_row_count_and_format_are_checked(tmp_path):
+    path = tmp_path / "train.csv"
+    path.write_bytes(ag_csv(AG_TRAIN))
+    with pytest.raises(DataError, match="8 rows, expected 120000"):
+        data.read_ag_news_csv(path, expected_rows=120_000)
+    path.write_bytes(ag_csv([(5, "t", "d")]))
+    with pytest.raises(DataError, match="row 1"):
+        data.read_ag_news_csv(path)
+
+
+# ----------------------------------------------------------------------------- MNIST
+
+
+def install_mnist(monkeypatch, root: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    sets = {"train": digits(12, seed=1), "test": digits(5, seed=2)}
+    for split, (images, labels) in sets.items():
+        images_file, labels_file = data.MNIST_FILES[split]
+        install(monkeypatch, root, f"mnist/{images_file}", idx_gz(images, data.IDX_IMAGES))
+        install(monkeypatch, root, f"mnist/{labels_file}", idx_gz(labels, data.IDX_LABELS))
+    return sets
+
+
+def test_mnist_loads_idx_files(tmp_path, monkeypatch):
+    sets = install_mnist(monkeypatch, tmp_path)
+    for split, (images, labels) in sets.items():
+        ds = data.load("mnist", split, tmp_path)
+        assert ds.kind == "image" and ds.mask is None and len(ds.classes) == 10
+        assert ds.x.shape == (len(labels), 1, 28, 28) and ds.x.dtype == torch.float32
+        assert 0.0 <= ds.x.min() and ds.x.max() <= 1.0
+        assert sorted(ds.y.tolist()) == sorted(labels.tolist())
+        pixels = (ds.x * 255).round().to(torch.uint8)
+        assert torch.equal(pixels[:, 0, 0, 0], ds.y.to(torch.uint8) * 20)  # pairs kept
+    resized = data.load("mnist", "test", tmp_path, image_size=14, limit=2)
+    assert resized.x.shape == (2, 1, 14, 14)
+
+
+def test_read_idx_rejects_wrong_magic_and_truncation(tmp_path):
+    images, labels = digits(3, seed=0)
+    path = tmp_path / "f.gz"
+    path.write_bytes(idx_gz(labels, data.IDX_LABELS))
+    with pytest.raises(DataError, match="magic number 2049, expected 2051"):
+        data.read_idx(path, data.IDX_IMAGES)
+    path.write_bytes(gzip.compress(gzip.decompress(idx_gz(images, data.IDX_IMAGES))[:-10]))
+    with pytest.raises(DataError, match="truncated"):
+        data.read_idx(path, data.IDX_IMAGES)
+
+
+def test_download_goes_through_fetch_and_is_verified(tmp_path, monkeypatch):
+    images, _ = digits(4, seed=3)
+    payload = idx_gz(images, data.IDX_IMAGES)
+    key = "mnist/t10k-images-idx3-ubyte.gz"
+    monkeypatch.setitem(data.CHECKSUMS, key, hashlib.sha256(payload).hexdigest())
+    calls = []
+
+    def fetch(url, dest):
+        calls.append(url)
+        dest.write_bytes(payload)
+    monkeypatch.setattr(data, "_fetch", fetch)
+    path = data._ensure_file(key, tmp_path)
+    assert calls == [data.URLS[key]] and path == tmp_path / key
+    assert path.read_bytes() == payload and not list(path.parent.glob("*.part"))
+    data._ensure_file(key, tmp_path)  # present and valid: no second download
+    assert len(calls) == 1
+
+
+def test_checksum_mismatch_names_file_and_digests_and_sets_file_aside(tmp_path, monkeypatch):
+    install_mnist(monkeypatch, tmp_path)
+    key = "mnist/train-labels-idx1-ubyte.gz"
+    path = tmp_path / key
+    actual = hashlib.sha256(path.read_bytes()).hexdigest()
+    monkeypatch.setitem(data.CHECKSUMS, key, "0" * 64)
+    with pytest.raises(ChecksumError) as err:
+        data.load("mnist", "train", tmp_path)
+    assert str(path) in str(err.value) and "0" * 64 in str(err.value) and actual in str(err.value)
+    assert not path.exists() and path.with_name(path.name + ".corrupt").exists()
+
+
+def test_missing_file_with_network_down_explains_profiles_and_manual_path(tmp_path,
+                                                                         monkeypatch):
+    def down(url, dest):
+        dest.write_bytes(b"partial")
+        raise urllib.error.URLError("Temporary failure in name resolution")
+    monkeypatch.setattr(data, "_fetch", down)
+    with pytest.raises(DataError) as err:
+        data.load("ag_news", "train", tmp_path)
+    message = str(err.value)
+    path = tmp_path / "ag_news" / "train.csv"
+    for part in ("`full` profile", "`ci` profile", "'wordnet4'", str(path),
+                 data.URLS["ag_news/train.csv"], "name resolution"):
+        assert part in message
+    assert not path.exists() and not path.with_name("train.csv.part").exists()
+
+
+# ----------------------------------------------------------------------------- Cats and Dogs
+
+
+def test_cats_dogs_extracts_decodes_splits_and_counts_corrupt_files(tmp_path, monkeypatch):
+    install(monkeypatch, tmp_path, f"cats_dogs/{data.CATS_DOGS_ZIP}", pet_zip())
+    names = [f"{c}/{i}.jpg" for c in ("Cat", "Dog") for i in range(20)]
+    corrupt = [name.removeprefix("PetImages/") for name in PET_CORRUPT]
+    total = 0
+    for split in data.SPLITS:
+        ds = data.load("cats_dogs", split, tmp_path, image_size=16)
+        expected = [n for n in names if data.cats_dogs_split(n) == split]
+        assert len(ds) == len(expected) > 0
+        assert ds.skipped == sum(data.cats_dogs_split(n) == split for n in corrupt)
+        assert f"{ds.skipped} undecodable files skipped" in ds.source
+        assert ds.x.shape == (len(expected), 3, 16, 16) and ds.x.dtype == torch.float32
+        assert 0.0 <= ds.x.min() and ds.x.max() <= 1.0
+        assert ds.y.tolist().count(0) == sum(n.startswith("Cat") for n in expected)
+        red_minus_blue = ds.x[:, 0].mean((1, 2)) - ds.x[:, 2].mean((1, 2))
+        assert torch.equal(red_minus_blue < 0, ds.y == 1)  # cats red, dogs blue
+        total += len(ds) + ds.skipped
+    assert total == len(names) + len(corrupt)
+    assert data.load("cats_dogs", "train", tmp_path, limit=4).x.shape == (4, 3, 64, 64)
+
+
+@pytest.mark.parametrize("member", ["../evil.txt", "ABSOLUTE"])
+def test_safe_extract_refuses_paths_outside_the_target(tmp_path, member):
+    outside = tmp_path / "outside" / "evil.txt"
+    member = str(outside) if member == "ABSOLUTE" else member
+    archive = tmp_path / "bad.zip"
+    archive.write_bytes(zip_with(member))
+    dest = tmp_path / "outside" / "dest"
+    with pytest.raises(UnsafeArchiveError, match=re.escape(f"member {member!r}")):
+        data.safe_extract(archive, dest)
+    assert not dest.exists() and not outside.exists()
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["bad.zip"]
+
+
+def test_cats_dogs_refuses_a_malicious_archive(tmp_path, monkeypatch):
+    install(monkeypatch, tmp_path, f"cats_dogs/{data.CATS_DOGS_ZIP}", zip_with("../../evil.txt"))
+    with pytest.raises(UnsafeArchiveError, match="evil.txt"):
+        data.load("cats_dogs", "train", tmp_path)
+    assert not (tmp_path / "evil.txt").exists()
+    assert not (tmp_path / "cats_dogs" / "extracted").exists()
+
+
+# ----------------------------------------------------------------------------- arguments
+
+
+def test_unknown_dataset_lists_the_valid_names_and_bad_split_or_limit_raise():
+    with pytest.raises(ValueError) as err:
+        data.load("imagenet", "train")
+    assert all(name in str(err.value) for name in data.DATASETS)
+    with pytest.raises(ValueError, match="valid splits: train, test"):
+        data.load("mnist10k", "validation")
+    with pytest.raises(ValueError, match="limit"):
+        data.load("mnist10k", "train", limit=0)
+
+
+def test_data_root_prefers_argument_then_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("RANKCOLLAPSE_DATA", str(tmp_path / "env"))
+    assert data.data_root(tmp_path / "arg") == tmp_path / "arg"
+    assert data.data_root() == tmp_path / "env"
+    monkeypatch.delenv("RANKCOLLAPSE_DATA")
+    assert data.data_root() == Path.home() / ".cache" / "rankcollapse"
+
+
+def test_every_real_dataset_has_a_stand_in_and_every_file_a_checksum():
+    assert set(data.DATASETS) == set(data.STAND_INS) | set(data.STAND_INS.values())
+    assert set(data.URLS) <= set(data.CHECKSUMS)
+    assert all(len(digest) == 64 for digest in data.CHECKSUMS.values())
+
+
+# ----------------------------------------------------------------------------- tokenizer
+
+
+def test_tokenizer_vocabulary_order_cap_and_encoding():
+    tok = Tokenizer.from_texts(["b a b", "c b a", "d e", "c e"], max_size=5)
+    assert tok.itos == ["<pad>", "<unk>", "<cls>", "b", "a"]  # by count, ties alphabetical
+    assert Tokenizer.from_texts(["b a b", "c b a", "d"]).itos[3:] == ["b", "a"]  # min_freq 2
+    ids, mask = tok.encode(["A b, zzz!", "b b b b b b"], max_len=4)
+    assert ids.tolist() == [[2, 4, 3, 1], [2, 3, 3, 3]]  # <cls> first, <unk>, truncation
+    assert mask.tolist() == [[True] * 4, [True] * 4]
+    ids, mask = tok.encode([""], max_len=3)
+    assert ids.tolist() == [[2, 0, 0]] and mask.tolist() == [[True, False, False]]
+    with pytest.raises(ValueError, match="max_len"):
+        tok.encode(["a"], max_len=0)
+
+
+# ----------------------------------------------------------------------------- stand-ins
+
+
+def image_hashes(x: torch.Tensor) -> set[str]:
+    pixels = (x * 255).round().to(torch.uint8).numpy()
+    return {hashlib.sha256(image.tobytes()).hexdigest() for image in pixels}
+
+
+@pytest.mark.parametrize("name,n_classes,sizes", [("mnist10k", 10, (8000, 2000)),
+                                                  ("fashion_mnist", 2, (4000, 1000))])
+def test_image_stand_ins(name, n_classes, sizes):
+    train, test = data.load(name, "train"), data.load(name, "test")
+    assert (len(train), len(test)) == sizes and len(train.classes) == n_classes
+    for ds in (train, test):
+        assert ds.x.shape[1:] == (1, 28, 28) and ds.x.dtype == torch.float32
+        assert 0.0 <= ds.x.min() and ds.x.max() <= 1.0 and ds.x.max() > 0.9
+        counts = torch.bincount(ds.y, minlength=n_classes)
+        assert counts.min() >= 0.75 * counts.max()  # balanced-ish
+        assert name in ds.source and "stand-in" in ds.source
+    assert not image_hashes(train.x) & image_hashes(test.x)
+    assert len(image_hashes(train.x)) == len(train)
+    first = train.y[:100]  # the fixed order mixes the classes in any prefix
+    assert len(first.unique()) == n_classes
+
+
+def test_wordnet4_stand_in_and_its_tokenizer():
+    train, test = data.load("wordnet4", "train"), data.load("wordnet4", "test")
+    assert (len(train), len(test)) == (10_000, 2_000)
+    assert train.classes == ["animal", "artifact", "person", "plant"]
+    assert torch.bincount(train.y).tolist() == [2500] * 4
+    assert torch.bincount(test.y).tolist() == [500] * 4
+    assert test.vocab.itos == train.vocab.itos
+    for ds in (train, test):
+        assert ds.x.shape == (len(ds), 128) and ds.mask.shape == (len(ds), 128)
+        assert (ds.x[:, 0] == Tokenizer.CLS).all()
+        assert ds.x.max() < len(ds.vocab) and ds.x.min() >= 0
+        assert torch.equal(ds.mask, ds.x != Tokenizer.PAD)
+        assert (ds.mask[:, :-1] >= ds.mask[:, 1:]).all()  # padding only at the end
+    assert not set(data._read_wordnet4("train")[0]) & set(data._read_wordnet4("test")[0])
+    short = data.load("wordnet4", "test", max_len=8, tokenizer=train.vocab, limit=5)
+    assert short.x.shape == (5, 8) and short.vocab is train.vocab
+
+
+def test_stand_in_files_are_verified_and_documented(tmp_path, monkeypatch):
+    for name, filename in data.STANDIN_FILES.items():
+        folder = data.STANDIN_DIR / name
+        digest = data.CHECKSUMS[f"{name}/{filename}"]
+        assert digest in (folder / "PROVENANCE.md").read_text()
+        assert (folder / "LICENSE").stat().st_size > 500
+    shutil.copytree(data.STANDIN_DIR / "mnist10k", tmp_path / "mnist10k")
+    monkeypatch.setattr(data, "STANDIN_DIR", tmp_path)
+    with open(tmp_path / "mnist10k" / "mnist10k.npz", "r+b") as f:
+        f.seek(1000)
+        f.write(b"\xff" * 8)
+    with pytest.raises(ChecksumError, match="git checkout -- data/mnist10k"):
+        data.load("mnist10k", "train")
+    (tmp_path / "mnist10k" / "mnist10k.npz").unlink()
+    with pytest.raises(DataError, match="is missing"):
+        data.load("mnist10k", "train")
