@@ -12,44 +12,11 @@ ratios, so machine noise and allocator effects hit both sides of each ratio alik
 from __future__ import annotations
 
 import argparse
-import statistics
 from pathlib import Path
 
-import pandas as pd
 import torch
 
-from rankcollapse import __version__
-from rankcollapse.attention import sinkhorn, softmax
-from rankcollapse.bench import interleaved_times, log_domain_sinkhorn, median_ratio, saved_bytes
-
-N_ITER = 50
-
-
-def bench_device(device: torch.device, shape: tuple[int, ...], repeats: int) -> pd.DataFrame:
-    x = torch.randn(*shape, device=device, generator=None) * 2.0
-    impls = {
-        "log-domain loop (reference)": lambda t: log_domain_sinkhorn(t, N_ITER),
-        "rankcollapse.sinkhorn": lambda t: sinkhorn(t, N_ITER),
-        "rankcollapse.softmax": softmax,
-    }
-    with torch.no_grad():
-        times = interleaved_times({k: (lambda f=f: f(x)) for k, f in impls.items()},
-                                  repeats, device)
-        reference = log_domain_sinkhorn(x, N_ITER)
-        errors = {k: float((f(x) - reference).abs().max()) for k, f in impls.items()}
-    ref_times = times["log-domain loop (reference)"]
-    rows = []
-    for name, fn in impls.items():
-        rows.append({
-            "implementation": name, "shape": "x".join(map(str, shape)), "dtype": "float32",
-            "device": device.type, "median_ms": 1e3 * statistics.median(times[name]),
-            "speedup_vs_reference": median_ratio(ref_times, times[name]),
-            "max_abs_error_vs_reference": errors[name] if "softmax" not in name else float("nan"),
-            "saved_for_backward_MiB": saved_bytes(fn, x) / 2**20,
-            "repeats": repeats, "torch": torch.__version__, "threads": torch.get_num_threads(),
-            "rankcollapse": __version__,
-        })
-    return pd.DataFrame(rows)
+from rankcollapse.bench import sinkhorn_table
 
 
 def main() -> None:
@@ -63,7 +30,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     for device in devices:
         torch.manual_seed(0)
-        table = bench_device(device, shape, args.repeats)
+        table = sinkhorn_table(device, shape, args.repeats)
         print(table.drop(columns=["torch", "threads", "rankcollapse", "repeats"])
               .to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         sink = table.set_index("implementation")

@@ -16,9 +16,9 @@
 # A self-attention layer replaces every token by a weighted average of all tokens. Stack
 # such layers and the averages of averages pull every token towards the same vector: the
 # sequence *collapses* to rank one and carries no more information than a single token.
-# Dong, Cordonnier and Loukas (2021) proved that without skip connections and feed-forward
+# Dong, Cordonnier and Loukas {cite}`dong2021attention` proved that without skip connections and feed-forward
 # layers this happens *doubly exponentially* fast with depth; the paper this book accompanies
-# restates that result for softmax attention and proves its Sinkhorn analogue (chapter 3).
+# {cite}`lapenna2026sinkhorn` restates that result for softmax attention and proves its Sinkhorn analogue (chapter 3).
 #
 # This chapter measures collapse, shows it in random-weight networks, checks which
 # architectural parts stop it, and separates it from a different failure, *entropy collapse*.
@@ -31,7 +31,8 @@ seed = 0
 # %% tags=["remove-input"]
 from rankcollapse.provenance import chapter_header
 
-settings, torch_device = chapter_header(profile, device, seed)
+chapter = chapter_header(profile, device, seed)
+settings, torch_device = chapter.settings, chapter.device
 
 # %%
 import matplotlib.pyplot as plt
@@ -109,7 +110,7 @@ ax.axhline(1e-16, color="grey", linestyle=":", linewidth=1)
 ax.set(xlabel="layer $l$ (0 = input)", ylabel="relative residual $r(X_l)$",
        title="Pure softmax self-attention")
 ax.legend()
-plt.show()
+chapter.show(fig, "fig-pure-collapse", pure_summary)
 
 # %% [markdown]
 # {numref}`fig-pure-collapse` shows the collapse: whatever the logit scale, the residual
@@ -140,7 +141,7 @@ for start in (0.01, 0.1, 1.0):
 ax.set(yscale="log", xlabel="layer $l$", ylabel="digits lost, $-\\log_{10} r(X_l)$",
        ylim=(1e-3, 30), xticks=layers, title="Doubly exponential collapse")
 ax.legend()
-plt.show()
+chapter.show(fig, "fig-double-exp", digits)
 
 # %% [markdown]
 # On average each layer multiplies the number of lost digits by
@@ -177,7 +178,7 @@ ax.axhline(1e-16, color="grey", linestyle=":", linewidth=1)
 ax.set(xlabel="layer $l$ (0 = input)", ylabel="relative residual $r(X_l)$",
        title="Which parts stop the collapse")
 ax.legend(ncol=2)
-plt.show()
+chapter.show(fig, "fig-block-parts", parts_summary)
 
 # %% [markdown]
 # After {glue:text}`ch1_depth` layers ({numref}`fig-block-parts`): pure attention is at
@@ -256,7 +257,9 @@ right.axhline(np.log(settings.n_tokens), color="grey", linestyle=":")
 left.set(xlabel="layer $l$", ylabel="relative residual $r(X_l)$", title="Rank")
 right.set(xlabel="layer $l$", ylabel="row entropy of attention (nats)", title="Entropy")
 left.legend()
-plt.show()
+chapter.show(fig, "fig-rank-vs-entropy",
+             pd.concat([res_summary.assign(quantity="log10 residual"),
+                        entropy.reset_index().assign(quantity="entropy (nats)")]))
 
 # %% [markdown]
 # In {numref}`fig-rank-vs-entropy` the uniform-attention network keeps its row entropy at

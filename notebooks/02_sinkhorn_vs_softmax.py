@@ -16,7 +16,7 @@
 # Softmax makes every *row* of the attention matrix a probability distribution: each query
 # spreads one unit of attention over the keys. Nothing constrains the *columns*: some keys
 # may receive most of the attention of every query, others none. Sinkhorn attention
-# (Sander et al. 2022, "Sinkformers") also makes every column sum to one: every key gives out
+# (Sander et al., "Sinkformers" {cite}`sander2022sinkformers`) also makes every column sum to one: every key gives out
 # one unit in total. The matrix is then *doubly stochastic*. This chapter shows how the
 # Sinkhorn algorithm gets there, how fast, what it changes in the attention matrix, and what
 # it does *not* change in a random pure-attention network.
@@ -29,7 +29,8 @@ seed = 0
 # %% tags=["remove-input"]
 from rankcollapse.provenance import chapter_header
 
-settings, torch_device = chapter_header(profile, device, seed)
+chapter = chapter_header(profile, device, seed)
+settings, torch_device = chapter.settings, chapter.device
 
 # %%
 import matplotlib.pyplot as plt
@@ -103,7 +104,7 @@ left.set(yscale="log", xlabel="half-steps (Sinkformers' n_it)",
          ylabel="max |marginal − 1| (the unnormalized side)", title="Half-step convention")
 right.set(xlabel="full iterations (this book's n_iter)", title="Full-iteration convention")
 left.legend()
-plt.show()
+chapter.show(fig, "fig-convergence", curves)
 
 # %% [markdown]
 # What does "effectively doubly stochastic after 50 iterations" mean in numbers? The table
@@ -159,7 +160,9 @@ for (name, p), top, ax in zip(pair.items(), axes[0], axes[1]):
     ax.set(xlabel="key", ylabel="query")
     ax.grid(False)
 fig.colorbar(image, ax=axes[1], label="attention weight", shrink=0.8)
-plt.show()
+weights = pd.concat([pd.DataFrame(p.numpy()).stack().rename("weight").reset_index()
+                     .assign(normalization=k) for k, p in pair.items()])
+chapter.show(fig, "fig-heatmaps", weights.rename(columns={"level_0": "query", "level_1": "key"}))
 
 # %% [markdown]
 # Because Sinkhorn solves the same entropy-regularized problem under more constraints, its
@@ -183,7 +186,7 @@ sns.boxplot(entropies, x="scale", y="entropy", hue="normalization", ax=ax,
             palette=NORMALIZATION_COLORS, fliersize=2)
 ax.axhline(np.log(n), color="grey", linestyle=":")
 ax.set(xlabel="logit scale $\\sigma$", ylabel="mean row entropy (nats)")
-plt.show()
+chapter.show(fig, "fig-entropy", entropies)
 
 # %% [markdown]
 # For small logits both are nearly uniform; as the logits grow, Sinkhorn keeps rows more
@@ -226,7 +229,7 @@ for (nm, s), group in stack_summary.groupby(["normalization", "logit_std"]):
                       label=f"{nm}, scale {s:g}")
 ax.set(xlabel="layer $l$ (0 = input)", ylabel="relative residual $r(X_l)$")
 ax.legend(ncol=2, fontsize="x-small")
-plt.show()
+chapter.show(fig, "fig-pure-both", stack_summary)
 
 # %% [markdown]
 # Both normalizations collapse doubly exponentially ({numref}`fig-pure-both`). The layer at
@@ -270,13 +273,13 @@ ax.set(xscale="log", yscale="log", xlabel="sequence length $n$",
 ax.set_xticks(per_n.index, per_n.index, minor=False)
 ax.minorticks_off()
 ax.legend()
-plt.show()
+chapter.show(fig, "fig-cost", timing)
 
 # %% [markdown]
 # At $n = 128$ one Sinkhorn call costs {glue:text}`ch2_cost_ratio:.0f` softmax calls here
 # and is {glue:text}`ch2_speedup:.1f` times faster than the plain log-domain loop
-# ({numref}`fig-cost`; timings from a shared machine are indicative; the benchmark script
-# reports medians over more runs).
+# ({numref}`fig-cost`; timings from a shared machine are indicative). The appendix,
+# {doc}`06_appendix_performance`, measures speed and memory at the benchmark's size.
 #
 # ```{admonition} What this chapter reproduces and adds
 # :class: tip

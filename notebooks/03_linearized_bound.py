@@ -13,7 +13,7 @@
 # %% [markdown]
 # # The linearized bound
 #
-# The paper's theorem: for one head and one layer of pure self-attention with Sinkhorn
+# The paper's theorem {cite}`lapenna2026sinkhorn`: for one head and one layer of pure self-attention with Sinkhorn
 # normalization, $\|\operatorname{res}(\mathrm{SA}(X))\| \le C\,\|\operatorname{res}(X)\|^3$,
 # with $C$ depending on $n$, $d_{qk}$ and the spectral norms of the weights; stacking $L$
 # layers gives the exponent $3^L$. It holds where the logits are small ($\|A\|_2 \ll 1$),
@@ -38,7 +38,8 @@ seed = 0
 # %% tags=["remove-input"]
 from rankcollapse.provenance import chapter_header
 
-settings, torch_device = chapter_header(profile, device, seed)
+chapter = chapter_header(profile, device, seed)
+settings, torch_device = chapter.settings, chapter.device
 
 # %%
 import matplotlib.pyplot as plt
@@ -91,7 +92,7 @@ ax.plot(eps, lin["error"].min() * (eps / eps[0]) ** 2, "k--", linewidth=0.8, lab
 ax.set(xscale="log", yscale="log", xlabel="logit scale $\\varepsilon$",
        ylabel="$\\|P(\\varepsilon A) - P_{\\mathrm{lin}}(\\varepsilon A)\\|_F$")
 ax.legend()
-plt.show()
+chapter.show(fig, "fig-linearization", lin)
 
 # %% [markdown]
 # Fitted slopes for $\varepsilon \le 0.1$: {glue:text}`ch3_slope_softmax:.3f` (softmax) and
@@ -142,7 +143,7 @@ ax.plot(ref["input_residual"], ref["bound"], "k--", linewidth=0.8, label="bound 
 ax.set(xscale="log", yscale="log", xlabel="input residual $\\|R\\|_2$",
        ylabel="output residual $\\|\\mathrm{res}(PXW_V)\\|_2$")
 ax.legend()
-plt.show()
+chapter.show(fig, "fig-cubic", layer)
 
 # %% [markdown]
 # In the small-residual regime the slopes are {glue:text}`ch3_cubic_softmax:.3f` (softmax)
@@ -186,7 +187,7 @@ for (s, name), g in stacks.groupby(["start", "normalization"]):
 ax.set(yscale="log", ylim=(1e-40, 10), xlabel="layer $l$",
        ylabel="$\\|\\mathrm{res}(X_l)\\|_2$")
 ax.legend(title="start (solid softmax, dotted Sinkhorn, dashed bound)", fontsize="x-small")
-plt.show()
+chapter.show(fig, "fig-depth-bound", stacks)
 
 # %% [markdown]
 # The bound holds at every layer above rounding level (checked on
@@ -239,7 +240,7 @@ left.set(xscale="log", yscale="log", xlabel="$\\|CAC\\|_2$ (centred logits)",
 right.set(xscale="log", yscale="log", xlabel="$\\|CAC\\|_2$ (centred logits)",
           ylabel="bound / measured", title="Looseness of the bound")
 left.legend(fontsize="x-small")
-plt.show()
+chapter.show(fig, "fig-regime", sweep)
 
 # %% [markdown]
 # In this run the first-order formula stays within 10% of the measured residual up to a
@@ -272,7 +273,7 @@ fig, ax = plt.subplots(figsize=(5.5, 3.4))
 ax.plot(gap.index, gap.values, "o-", color="purple")
 ax.set(xscale="log", yscale="log", xlabel="input residual size $s$",
        ylabel="|softmax − Sinkhorn| / Sinkhorn")
-plt.show()
+chapter.show(fig, "fig-first-order-equal", gap.rename("relative_gap").reset_index())
 
 # %% [markdown]
 # The relative gap falls like $s$ to the power {glue:text}`ch3_gap_slope:.2f`

@@ -13,7 +13,7 @@
 # %% [markdown]
 # # The random-matrix control, and the paper's hypothesis put to the test
 #
-# In trained Transformers the paper finds that products of Sinkhorn attention matrices along
+# In trained Transformers the paper {cite}`lapenna2026sinkhorn` finds that products of Sinkhorn attention matrices along
 # paths through the layers lose rank more slowly than products of softmax matrices
 # (chapter 5). As a control it repeats the measurement with *random* matrices normalized
 # either way, and finds **no** Sinkhorn advantage, also when half of the factors are replaced
@@ -34,7 +34,8 @@ seed = 0
 # %% tags=["remove-input"]
 from rankcollapse.provenance import chapter_header
 
-settings, torch_device = chapter_header(profile, device, seed)
+chapter = chapter_header(profile, device, seed)
+settings, torch_device = chapter.settings, chapter.device
 
 # %%
 import matplotlib.pyplot as plt
@@ -109,7 +110,7 @@ for ax, (label, g) in zip(axes, control.groupby("setting", sort=False)):
                 palette=NORMALIZATION_COLORS, fliersize=1, linewidth=0.7)
     ax.set(title=label, xlabel="path depth $k$",
            ylabel="relative rank-1 residual of the path product")
-plt.show()
+chapter.show(fig, "fig-control-boxes", control)
 
 # %%
 for key, label in [("ind", "independent"), ("idt", "independent, half identity")]:
@@ -121,7 +122,7 @@ for key, label in [("ind", "independent"), ("idt", "independent, half identity")
 # %% mystnb={"figure": {"caption": "Ratio of median rank-1 residuals, Sinkhorn over softmax, against path depth, with 95% bootstrap intervals, for the control with independent logits and its half-identity variant. Above the line at 1 Sinkhorn keeps more rank.", "name": "fig-control-ratio"}}
 fig, ax = plt.subplots(figsize=(6, 3.6))
 ratio_plot(ax, advantage)
-plt.show()
+chapter.show(fig, "fig-control-ratio", advantage)
 
 # %% [markdown]
 # **Result** ({numref}`fig-control-ratio`). Independent logits: the ratio of medians runs
@@ -160,7 +161,7 @@ glue("ch4_corr_cells", len(corr_adv), display=False)
 # %% mystnb={"figure": {"caption": "Test (a): ratio of median rank-1 residuals (Sinkhorn / softmax) against path depth for random logits with correlation $\\rho$ between consecutive layers, with 95% bootstrap intervals.", "name": "fig-correlated"}}
 fig, ax = plt.subplots(figsize=(6, 3.6))
 ratio_plot(ax, corr_adv)
-plt.show()
+chapter.show(fig, "fig-correlated", corr_adv)
 
 # %% [markdown]
 # At the deepest path the ratio is {glue:text}`ch4_rho_0:.2f` ($\rho = 0$),
@@ -208,7 +209,7 @@ for i, label in enumerate(chains):
 # %% mystnb={"figure": {"caption": "Test (b): ratio of median rank-1 residuals of path products (Sinkhorn / softmax) against path depth, attention computed by random-weight networks with and without skip connections, at two logit scales, with 95% bootstrap intervals. Ratios of exactly zero (both products rank one to machine precision) are not drawn.", "name": "fig-network-chains"}}
 fig, ax = plt.subplots(figsize=(6.5, 3.8))
 ratio_plot(ax, net_adv[net_adv["ratio"] > 0], list(chains))
-plt.show()
+chapter.show(fig, "fig-network-chains", net_adv)
 
 # %% [markdown]
 # The pure networks collapse within a few layers (chapter 1), after which every attention

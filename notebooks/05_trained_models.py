@@ -13,7 +13,7 @@
 # %% [markdown]
 # # Rank decay in trained Transformers
 #
-# This is the paper's headline experiment. It trains the same Transformer twice, once with
+# This is the paper's headline experiment {cite}`lapenna2026sinkhorn`. It trains the same Transformer twice, once with
 # softmax and once with Sinkhorn attention, on a text task and two image tasks, and then
 # measures how fast the token representations lose rank with depth inside the trained models.
 # The paper reports that **the residual stays higher under Sinkhorn than under softmax, most
@@ -35,7 +35,8 @@ seed = 0
 # %% tags=["remove-input"]
 from rankcollapse.provenance import chapter_header
 
-settings, torch_device = chapter_header(profile, device, seed)
+chapter = chapter_header(profile, device, seed)
+settings, torch_device = chapter.settings, chapter.device
 
 # %%
 import matplotlib.pyplot as plt
@@ -48,8 +49,8 @@ from myst_nb import glue
 from rankcollapse.collapse import log_summary
 from rankcollapse.figures import NORMALIZATION_COLORS, band_from_summary, use_style
 from rankcollapse.randmat import sinkhorn_advantage, verdict
-from rankcollapse.trained import (VARIANTS, accuracy_table, attention_paths, claims,
-                                  layer_residuals, load_task, record, train_models)
+from rankcollapse.trained import (VARIANTS, accuracy_table, analyse, claims, load_task,
+                                  train_models)
 
 use_style()
 tasks = settings.tasks
@@ -123,20 +124,14 @@ accuracy.style.format({"accuracy": "{:.3f}", "accuracy_std": "{:.3f}",
 
 # %%
 glue("ch5_n_eval", settings.n_eval, display=False)
-frames = []
-for role in tasks:
-    test = data[role][1]
-    for name in ("softmax", "sinkhorn"):
-        model = results[role][(name, settings.train_seeds[0])].model
-        for variant, switches in VARIANTS.items():
-            out, mask = record(model, test, settings.n_eval, switches, torch_device)
-            frames.append(layer_residuals(out, mask).assign(task=role, normalization=name,
-                                                            variant=variant))
-residuals = pd.concat(frames, ignore_index=True)
+first_seed = {role: {name: results[role][(name, settings.train_seeds[0])].model
+                     for name in ("softmax", "sinkhorn")} for role in tasks}
+residuals, paths = analyse(first_seed, {role: data[role][1] for role in tasks},
+                           settings.n_eval, settings.n_paths, seed, torch_device)
 summary = log_summary(residuals, ["task", "variant", "normalization", "layer"])
 
 
-def residual_figure(role: str):
+def residual_figure(role: str, figure_name: str):
     """Four panels (inference variants), softmax and Sinkhorn bands in each."""
     fig, axes = plt.subplots(1, 4, figsize=(13, 3.4), sharey=True)
     for ax, variant in zip(axes, VARIANTS):
@@ -148,17 +143,17 @@ def residual_figure(role: str):
     axes[0].set_ylabel("relative residual $r(X_l)$")
     axes[0].legend()
     fig.suptitle(TITLES[role])
-    plt.show()
+    chapter.show(fig, figure_name, summary.query("task == @role"))
 
 
 # %% mystnb={"figure": {"caption": "Text task: relative residual of the hidden states (composite norm, token-mean residual, log scale) against depth in the trained softmax (blue) and Sinkhorn (red) models, for the four inference variants. Lines: geometric mean over test inputs; bands: one standard deviation of $\\log_{10} r$. The dataset (a stand-in in the `ci` profile) is named in the table above.", "name": "fig-trained-residual-text"}}
-residual_figure("text")
+residual_figure("text", "fig-trained-residual-text")
 
 # %% mystnb={"figure": {"caption": "MNIST: relative residual of the hidden states against depth in the trained softmax and Sinkhorn Vision Transformers, four inference variants (as in the text figure).", "name": "fig-trained-residual-mnist"}}
-residual_figure("mnist")
+residual_figure("mnist", "fig-trained-residual-mnist")
 
 # %% mystnb={"figure": {"caption": "Cats and Dogs (its stand-in in the `ci` profile): relative residual of the hidden states against depth, softmax and Sinkhorn, four inference variants (as in the text figure).", "name": "fig-trained-residual-cats"}}
-residual_figure("cats_dogs")
+residual_figure("cats_dogs", "fig-trained-residual-cats")
 
 # %% [markdown]
 # {numref}`fig-trained-residual-text`, {numref}`fig-trained-residual-mnist` and
@@ -182,17 +177,7 @@ claim_table.style.format({"mean_log10_ratio": "{:+.3f}", "largest_gap_log10": "{
 
 # %%
 glue("ch5_paths", settings.n_paths, display=False)
-path_frames = []
-for role in tasks:
-    test = data[role][1]
-    for name in ("softmax", "sinkhorn"):
-        model = results[role][(name, settings.train_seeds[0])].model
-        for variant in ("full model", "without skip"):
-            out, mask = record(model, test, settings.n_eval, VARIANTS[variant], torch_device)
-            path_frames.append(attention_paths(out, mask, settings.n_paths, seed)
-                               .assign(task=role, normalization=name,
-                                       setting=f"{TITLES[role]}, {variant}"))
-paths = pd.concat(path_frames, ignore_index=True)
+paths["setting"] = paths["task"].map(TITLES) + ", " + paths["variant"]
 path_adv = sinkhorn_advantage(paths, seed=seed)
 for role in tasks:
     for variant, key in (("full model", "full"), ("without skip", "noskip")):
@@ -208,7 +193,7 @@ for ax, role in zip(axes, tasks):
                 palette=NORMALIZATION_COLORS, fliersize=1, linewidth=0.6)
     ax.set(title=TITLES[role], xlabel="path depth $k$")
 axes[0].set_ylabel("rank-1 residual of the path product")
-plt.show()
+chapter.show(fig, "fig-trained-paths", paths[paths.setting.str.endswith("full model")])
 
 # %% [markdown]
 # Path products in the complete models ({numref}`fig-trained-paths`), with the ratio of

@@ -107,7 +107,7 @@ def test_finalize_fills_the_time_and_hides_parameter_cells(tmp_path):
             "display_data", data={"text/html": f"<b>{TIME_PLACEHOLDER}</b>"})])])
     path = tmp_path / "chapter.ipynb"
     nbformat.write(notebook, path)
-    finalize(path, 42.06)
+    finalize(path, 42.06, {"profile": "ci", "device": "cpu", "seed": 0})
     cells = nbformat.read(path, as_version=4).cells
     assert cells[2].outputs[0].data["text/html"] == "<b>42.1 s</b>"
     assert all("remove-cell" in c.metadata["tags"] for c in cells[:2])

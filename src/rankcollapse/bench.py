@@ -14,7 +14,10 @@ from typing import Callable
 import pandas as pd
 import torch
 
+from . import __version__
 from .attention import sinkhorn, softmax
+
+REFERENCE = "log-domain loop (reference)"
 
 
 def log_domain_sinkhorn(logits: torch.Tensor, n_iter: int) -> torch.Tensor:
@@ -81,3 +84,29 @@ def time_vs_n(ns: list[int], batch: int, n_iter: int, repeats: int,
         rows += [{"n": n, "implementation": k, "seconds": statistics.median(v)}
                  for k, v in times.items()]
     return pd.DataFrame(rows)
+
+
+def sinkhorn_table(device: torch.device, shape: tuple[int, ...], repeats: int,
+                   n_iter: int = 50, scale: float = 2.0) -> pd.DataFrame:
+    """The benchmark's table: our Sinkhorn, the log-domain reference and softmax on random
+    float32 logits of `shape` (entries N(0, scale^2)): median time, speed-up against the
+    reference (median of interleaved ratios), max abs error against the reference, and the
+    bytes autograd saves for backward."""
+    x = torch.randn(*shape, device=device) * scale
+    impls = {REFERENCE: lambda t: log_domain_sinkhorn(t, n_iter),
+             "rankcollapse.sinkhorn": lambda t: sinkhorn(t, n_iter),
+             "rankcollapse.softmax": softmax}
+    with torch.no_grad():
+        times = interleaved_times({k: (lambda f=f: f(x)) for k, f in impls.items()},
+                                  repeats, device)
+        reference = log_domain_sinkhorn(x, n_iter)
+        errors = {k: float((f(x) - reference).abs().max()) for k, f in impls.items()}
+    return pd.DataFrame([{
+        "implementation": name, "shape": "x".join(map(str, shape)), "dtype": "float32",
+        "device": device.type, "median_ms": 1e3 * statistics.median(times[name]),
+        "speedup_vs_reference": median_ratio(times[REFERENCE], times[name]),
+        "max_abs_error_vs_reference": errors[name] if "softmax" not in name else float("nan"),
+        "saved_for_backward_MiB": saved_bytes(fn, x) / 2**20, "repeats": repeats,
+        "torch": torch.__version__, "threads": torch.get_num_threads(),
+        "rankcollapse": __version__,
+    } for name, fn in impls.items()])

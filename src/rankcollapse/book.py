@@ -20,6 +20,7 @@ import argparse
 import hashlib
 import json
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -33,8 +34,9 @@ import yaml
 from jupyter_client.kernelspec import KernelSpecManager
 from traitlets.config import Config
 
+from rankcollapse.figures_page import PAGE, write_figures_page
 from rankcollapse.profiles import DEVICES, get_profile, resolve_device
-from rankcollapse.provenance import fill_execution_time
+from rankcollapse.provenance import FIGURE_DIR, caption_note, fill_execution_time, find_root
 
 KERNEL = "python3"
 ANSI_COLOR = re.compile(r"\x1b\[[0-9;]*m")
@@ -89,14 +91,6 @@ class Outcome:
     error: str = ""  # for a failure: chapter file, cell and exception
 
 
-def find_root(start: Path) -> Path:
-    """The nearest folder at or above `start` that holds `_toc.yml` (the repository root)."""
-    for folder in (start, *start.parents):
-        if (folder / "_toc.yml").is_file():
-            return folder
-    raise SystemExit(f"no _toc.yml in {start} or above; run this inside the book's repository")
-
-
 def cache_key(project: Project, name: str, parameters: dict) -> str:
     """sha256 over the chapter source, the library sources, the parameters and the pins."""
     digest = hashlib.sha256(project.source(name).read_bytes())
@@ -142,19 +136,24 @@ def execute(project: Project, name: str, parameters: dict) -> float:
     except papermill.PapermillExecutionError as error:
         raise ChapterFailed(describe_failure(project, name, error)) from None
     seconds = time.perf_counter() - start
-    finalize(project.output(name), seconds)
+    finalize(project.output(name), seconds, parameters)
     return seconds
 
 
-def finalize(path: Path, seconds: float) -> None:
-    """Write the measured time into the header box, and hide the parameter cells from the
-    rendered page (the header box states the values; the notebook keeps them)."""
+def finalize(path: Path, seconds: float, parameters: dict) -> None:
+    """Write the measured time into the header box, add the provenance line to every figure
+    caption, and hide the parameter cells from the rendered page (the header box states the
+    values; the notebook keeps them)."""
     nb = nbformat.read(path, as_version=4)
     fill_execution_time(nb, seconds)
+    note = caption_note(parameters)
     for cell in nb.cells:
         tags = cell.metadata.setdefault("tags", [])
         if {"parameters", "injected-parameters"} & set(tags) and "remove-cell" not in tags:
             tags.append("remove-cell")
+        figure = cell.metadata.get("mystnb", {}).get("figure", {})
+        if "caption" in figure:
+            figure["caption"] += note
     nbformat.write(nb, path)
 
 
@@ -232,7 +231,10 @@ def toc_files(root: Path) -> list[str]:
 
 
 def build(project: Project) -> int:
-    """Build the HTML book with warnings as errors; the exit status of jupyter-book."""
+    """Write the Figures page, build the HTML book with warnings as errors, then copy the
+    figure exports to `_build/html/figures/`. Returns the exit status of jupyter-book."""
+    if str(PAGE.with_suffix("")) in toc_files(project.root):
+        write_figures_page(project.root, project.chapters, toc_files(project.root))
     missing = [f for f in toc_files(project.root)
                if not any((project.root / f).with_suffix(s).is_file() for s in (".md", ".ipynb"))]
     if missing:
@@ -242,7 +244,12 @@ def build(project: Project) -> int:
     jupyter_book = Path(sys.executable).with_name("jupyter-book")
     command = [str(jupyter_book), "build", ".", "-W", "-n", "--keep-going"]
     print("$", " ".join(command), flush=True)
-    return subprocess.run(command, cwd=project.root).returncode
+    status = subprocess.run(command, cwd=project.root).returncode
+    exports = project.root / FIGURE_DIR
+    if status == 0 and exports.is_dir():
+        shutil.copytree(exports, project.root / "_build" / "html" / "figures",
+                        dirs_exist_ok=True)
+    return status
 
 
 def parser() -> argparse.ArgumentParser:
@@ -278,7 +285,11 @@ def main(argv: list[str] | None = None, project: Project | None = None) -> int:
     """Entry point; returns (and as a script exits with) the status: 0 ok, 1 failed, 2 refused."""
     cli = parser()
     args = cli.parse_args(argv)
-    project = project or Project(find_root(Path.cwd()))
+    root = find_root(Path.cwd())
+    if project is None and root is None:
+        raise SystemExit(f"no _toc.yml in {Path.cwd()} or above; run this inside the book's "
+                         "repository")
+    project = project or Project(root)
     if args.command in ("run", "all"):
         valid = project.chapter_names()
         names = [n.removesuffix(".py") for n in args.chapters] or valid

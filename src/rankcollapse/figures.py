@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -48,3 +51,31 @@ def ratio_plot(ax, adv: pd.DataFrame, order: list[str] | None = None) -> None:
     ax.axhline(1, color="grey", linewidth=0.8)
     ax.set(yscale="log", xlabel="path depth $k$", ylabel="median residual, Sinkhorn / softmax")
     ax.legend(fontsize="small")
+
+
+def save_figure(fig: plt.Figure, name: str, data: pd.DataFrame, directory: Path,
+                facts: dict[str, str]) -> None:
+    """Write `name`.png, .svg, .pdf and `name`.csv (the plotted numbers) to `directory`, each
+    carrying `facts` (commit, profile, seed, ...) in its metadata; atomic per file."""
+    if not name.startswith("fig-"):
+        raise ValueError(f"figure names start with 'fig-' (as in the cell metadata); got {name!r}")
+    directory.mkdir(parents=True, exist_ok=True)
+    text = "; ".join(f"{k}: {v}" for k, v in facts.items())
+    metadata = {
+        "png": {"Title": name, "Description": text, "Software": f"rankcollapse {facts.get('rankcollapse', '')}"},
+        "svg": {"Title": name, "Description": text},
+        "pdf": {"Title": name, "Subject": text, "Creator": "rankcollapse"},
+    }
+    for fmt, meta in metadata.items():
+        _atomic(directory / f"{name}.{fmt}", lambda tmp: fig.savefig(tmp, format=fmt,
+                                                                       metadata=meta))
+    header = "".join(f"# {k}: {v}\n" for k, v in facts.items())
+    _atomic(directory / f"{name}.csv",
+            lambda tmp: tmp.write_text(header + data.to_csv(index=False)))
+
+
+def _atomic(path: Path, write) -> None:
+    """Call write(temporary path), then rename it to `path`."""
+    tmp = path.with_name(path.name + ".tmp")
+    write(tmp)
+    os.replace(tmp, path)

@@ -10,15 +10,21 @@ from __future__ import annotations
 
 import html
 import subprocess
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import nbformat
+import pandas as pd
 import torch
 from IPython.display import HTML, display
 
 from rankcollapse import __version__
+from rankcollapse.figures import save_figure
 from rankcollapse.profiles import Profile, get_profile, resolve_device
+
+FIGURE_DIR = Path("book") / "chapters" / "figures"  # exports, copied to _build/html/figures
 
 TIME_PLACEHOLDER = "not measured (run outside the book pipeline)"
 
@@ -55,14 +61,46 @@ def provenance(profile: str, device: torch.device, seed: int) -> dict[str, str]:
     }
 
 
-def chapter_header(profile: str, device: str, seed: int) -> tuple[Profile, torch.device]:
-    """Display the provenance box; return the chapter's `Profile` and resolved torch device."""
+def find_root(start: Path) -> Path | None:
+    """The nearest folder at or above `start` that holds `_toc.yml` (the repository root)."""
+    return next((f for f in (start, *start.parents) if (f / "_toc.yml").is_file()), None)
+
+
+@dataclass
+class Chapter:
+    """What a chapter's cells need: its profile, device and seed, and `show` for figures."""
+
+    settings: Profile
+    device: torch.device
+    facts: dict[str, str]  # the header box's provenance
+    root: Path
+
+    def show(self, fig: plt.Figure, name: str, data: pd.DataFrame) -> None:
+        """Export `fig` as `name`.png/.svg/.pdf and the numbers it plots as `name`.csv, with
+        provenance in each file, then display it. `name` is the figure's name in the
+        cell metadata (`fig-...`)."""
+        facts = {k: v for k, v in self.facts.items() if k != "execution time"}
+        save_figure(fig, name, data, self.root / FIGURE_DIR, facts)
+        plt.show()
+
+
+def chapter_header(profile: str, device: str, seed: int) -> Chapter:
+    """Display the provenance box; return the chapter's `Chapter` (profile, device, ...)."""
     settings, torch_device = get_profile(profile), resolve_device(device)
+    facts = provenance(settings.name, torch_device, seed)
     rows = "".join(f"<li><strong>{html.escape(k)}</strong>: {html.escape(v)}</li>"
-                   for k, v in provenance(settings.name, torch_device, seed).items())
+                   for k, v in facts.items())
     display(HTML('<div class="admonition note"><p class="admonition-title">'
                  f"How this chapter was computed</p><ul>{rows}</ul></div>"))
-    return settings, torch_device
+    return Chapter(settings, torch_device, facts, find_root(Path.cwd()) or Path.cwd())
+
+
+def caption_note(parameters: dict) -> str:
+    """The provenance line appended to every figure caption of an executed chapter."""
+    facts = provenance(parameters["profile"], parameters["device"], parameters["seed"])
+    return (f" (Computed by rankcollapse {facts['rankcollapse']} at commit "
+            f"{facts['git commit']}, profile {facts['profile']}, seed {facts['seed']}, "
+            f"device {facts['device']}, {facts['date'][:10]}.)")
 
 
 def fill_execution_time(nb: nbformat.NotebookNode, seconds: float) -> None:

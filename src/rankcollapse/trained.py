@@ -153,3 +153,21 @@ def claims(residuals: pd.DataFrame) -> pd.DataFrame:
                      "largest_gap_layer": int(best["layer"]),
                      "largest_gap_log10": best["log10_ratio"]})
     return pd.DataFrame(rows)
+
+
+def analyse(models: dict[str, dict[str, Classifier]], tests: dict[str, Dataset], n_eval: int,
+            n_paths: int, seed: int, device,
+            path_variants=("full model", "without skip")) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Both measurements for every task -> {normalization -> model}: layer residuals under
+    every inference variant, and attention-path residuals under `path_variants` (each model
+    and variant is run once). Both tables have columns task, normalization, variant."""
+    residuals, paths = [], []
+    for task, by_name in models.items():
+        for name, model in by_name.items():
+            for variant, switches in VARIANTS.items():
+                out, mask = record(model, tests[task], n_eval, switches, device)
+                labels = dict(task=task, normalization=name, variant=variant)
+                residuals.append(layer_residuals(out, mask).assign(**labels))
+                if variant in path_variants:
+                    paths.append(attention_paths(out, mask, n_paths, seed).assign(**labels))
+    return pd.concat(residuals, ignore_index=True), pd.concat(paths, ignore_index=True)

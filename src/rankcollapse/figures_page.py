@@ -1,0 +1,108 @@
+"""The book's "Figures" page: every named figure with its thumbnail, chapter, caption, download
+links and a ready-to-paste citation, generated from the executed chapters at build time."""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+import yaml
+
+PAGE = Path("book") / "figures.md"
+FORMATS = ("png", "svg", "pdf", "csv")
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str  # fig-...
+    caption: str
+    chapter: str  # notebook stem, e.g. 01_rank_collapse
+    chapter_title: str
+
+
+def collect(chapters_dir: Path, toc: list[str]) -> list[Figure]:
+    """Named figures of the executed chapters, in table-of-contents order."""
+    figures = []
+    for entry in toc:
+        path = chapters_dir / f"{Path(entry).name}.ipynb"
+        if not entry.startswith("book/chapters/") or not path.is_file():
+            continue
+        nb = nbformat.read(path, as_version=4)
+        title = next((line[2:].strip() for cell in nb.cells if cell.cell_type == "markdown"
+                      for line in cell.source.splitlines() if line.startswith("# ")), path.stem)
+        for cell in nb.cells:
+            figure = cell.metadata.get("mystnb", {}).get("figure", {})
+            if "name" in figure:
+                figures.append(Figure(figure["name"], figure.get("caption", ""), path.stem,
+                                      title))
+    return figures
+
+
+def base_url(root: Path) -> str:
+    """The book's public address from `_config.yml` (html.baseurl), with a trailing slash;
+    empty when not configured (citations then give the page's path only)."""
+    path = root / "_config.yml"
+    config = (yaml.safe_load(path.read_text()) if path.is_file() else None) or {}
+    url = (config.get("html") or {}).get("baseurl") or ""
+    return url.rstrip("/") + "/" if url else ""
+
+
+def _plain(caption: str) -> str:
+    """The caption's first sentence without markup, for a citation."""
+    text = re.sub(r"\$[^$]*\$", "", caption.split(". ")[0])
+    text = re.sub(r"[`*_\\{}]", "", text)
+    text = re.sub(r"\(\s*\)|,(?=\s*,)", "", text)  # what removing the math left behind
+    return re.sub(r"\s+", " ", text).replace(" ,", ",").strip().rstrip(".")
+
+
+def entry(fig: Figure, base: str, year: str) -> str:
+    """One figure's block of the page (MyST markdown with raw HTML for links and images)."""
+    link = f"chapters/{fig.chapter}.html#{fig.name}"
+    permalink = f"{base}book/{link}" if base else f"book/{link}"
+    downloads = " · ".join(f'<a href="../figures/{fig.name}.{fmt}">{fmt.upper()}</a>'
+                           for fmt in FORMATS)
+    title = _plain(fig.caption)
+    bibtex = (f"@misc{{rankcollapse-{fig.name},\n"
+              f"  title        = {{{title}}},\n"
+              f"  author       = {{{{The rankcollapse companion-book team}}}},\n"
+              f"  year         = {{{year}}},\n"
+              f"  howpublished = {{\\url{{{permalink}}}}},\n"
+              f"  note         = {{Figure {fig.name} of the companion book to "
+              f"arXiv:2604.07925}}\n}}")
+    plain = (f"The rankcollapse companion-book team ({year}). {title}. Figure {fig.name} in "
+             f"*Rank collapse: softmax versus Sinkhorn attention*, {permalink}")
+    return "\n".join([
+        f"### {fig.name}", "",
+        f"{{numref}}`{fig.name}` in {{doc}}`chapters/{fig.chapter}`", "",
+        f'<a href="{link}"><img src="../figures/{fig.name}.png" alt="{html.escape(title)}" '
+        f'width="360"></a>', "",
+        fig.caption, "",
+        f"Download: {downloads}", "",
+        "```bibtex", bibtex, "```", "",
+        plain, "",
+    ])
+
+
+def write_figures_page(root: Path, chapters_dir: Path, toc: list[str], year: str = "2026"
+                       ) -> Path:
+    """Write `book/figures.md` from the executed chapters; return its path."""
+    figures = collect(chapters_dir, toc)
+    base = base_url(root)
+    lines = ["# Figures", "",
+             "Every figure of the book, with its data. Each is also exported as PNG, SVG and "
+             "PDF, with the numbers it plots as CSV; every file carries the commit, profile, "
+             "seed, device, library version and date that produced it (in its metadata; "
+             "in the CSV as `#` header lines).", ""]
+    if not base:
+        lines += ["The citations give each figure's path inside the book; prefix it with the "
+                  "address where the book is published.", ""]
+    for chapter in dict.fromkeys(fig.chapter for fig in figures):
+        group = [fig for fig in figures if fig.chapter == chapter]
+        lines += [f"## {group[0].chapter_title}", ""] + [entry(fig, base, year) for fig in group]
+    page = root / PAGE
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text("\n".join(lines))
+    return page

@@ -1,0 +1,177 @@
+"""Check the built book as a reader's browser sees it.
+
+    python -m rankcollapse.sitecheck _build/html [--screenshots _build/screenshots]
+
+Every HTML page is loaded in headless Chromium (after its scripts, MathJax included, have run:
+`--dump-dom` with a virtual-time budget). In the rendered page: every internal link and image
+must resolve to a file of the site (and a `#fragment` to an element id of that page), no script
+or stylesheet may come from another host (the book must render offline), and no raw TeX may be
+left (`\\(`, `\\[`, `$$` outside code). Screenshots of the intro and of one chapter are kept.
+Exit status 1 when anything is wrong, with one line per problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--disable-quic", "--hide-scrollbars"]
+SCREENSHOTS = {"intro.png": "book/intro.html",
+               "chapter.png": "book/chapters/03_linearized_bound.html"}
+RAW_TEX = ("\\(", "\\[", "$$")
+REDIRECT = re.compile(r'<meta http-equiv="Refresh" content="\d+; url=([^"]+)"', re.I)
+
+
+class PageScan(HTMLParser):
+    """Links, images, external resources, element ids and visible text of one page."""
+
+    SKIP = ("code", "pre", "script", "style", "textarea")  # text inside is not prose
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.links: list[str] = []
+        self.images: list[str] = []
+        self.resources: list[str] = []  # scripts and stylesheets
+        self.ids: set[str] = set()
+        self.text: list[str] = []
+        self._skip = 0
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if "id" in a:
+            self.ids.add(a["id"])
+        if tag == "a" and a.get("href"):
+            self.links.append(a["href"])
+        if tag == "img" and a.get("src"):
+            self.images.append(a["src"])
+        if tag == "script" and a.get("src"):
+            self.resources.append(a["src"])
+        if tag == "link" and a.get("href") and "stylesheet" in (a.get("rel") or ""):
+            self.resources.append(a["href"])
+        if tag in self.SKIP:
+            self._skip += 1
+
+    def handle_endtag(self, tag):
+        if tag in self.SKIP and self._skip:
+            self._skip -= 1
+
+    def handle_data(self, data):
+        if not self._skip:
+            self.text.append(data)
+
+
+def scan(html: str) -> PageScan:
+    parser = PageScan()
+    parser.feed(html)
+    return parser
+
+
+def _internal(url: str) -> bool:
+    parts = urlsplit(url)
+    return not parts.scheme and not parts.netloc and not url.startswith(("mailto:", "data:"))
+
+
+def _ids(path: Path, cache: dict[Path, set[str]]) -> set[str]:
+    if path not in cache:
+        cache[path] = scan(path.read_text(errors="replace")).ids
+    return cache[path]
+
+
+def check_page(page: Path, html: str, site: Path, ids_cache: dict) -> tuple[list[str], dict]:
+    """Problems of one rendered page, and counts of what was checked."""
+    found = scan(html)
+    problems, where = [], page.relative_to(site)
+    for url in found.links + found.images:
+        if not _internal(url):
+            continue
+        parts = urlsplit(url)
+        target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
+        if target.is_dir():
+            target = target / "index.html"
+        if not target.is_file() or site.resolve() not in target.resolve().parents:
+            problems.append(f"{where}: broken {'image' if url in found.images else 'link'} {url}")
+        elif parts.fragment and target.suffix == ".html" \
+                and unquote(parts.fragment) not in _ids(target, ids_cache):
+            problems.append(f"{where}: link {url} points to a missing anchor")
+    problems += [f"{where}: loads {url} from another host (the book must render offline)"
+                 for url in found.resources if not _internal(url)]
+    text = "".join(found.text)
+    problems += [f"{where}: raw TeX {tex!r} left in the page (math did not render)"
+                 for tex in RAW_TEX if tex in text]
+    return problems, {"links": len(found.links), "images": len(found.images),
+                      "math": html.count("<mjx-container")}
+
+
+def chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def render(browser: str, page: Path, profile: Path, screenshot: Path | None = None) -> str:
+    """The page's DOM after its scripts ran (or write a screenshot when `screenshot`)."""
+    args = [browser, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=10000"]
+    if screenshot:
+        args += ["--window-size=1280,1600", f"--screenshot={screenshot}"]
+    else:
+        args += ["--dump-dom"]
+    done = subprocess.run([*args, page.resolve().as_uri()], capture_output=True, text=True,
+                          timeout=120)
+    if done.returncode != 0:
+        raise RuntimeError(f"chromium failed on {page}: {done.stderr[-500:]}")
+    return done.stdout
+
+
+def check_site(site: Path, screenshots: Path | None = None, browser: str | None = None
+               ) -> tuple[list[str], dict]:
+    """Load every page of `site` in the browser and check it (see module doc)."""
+    browser = browser or chromium()
+    if browser is None:
+        raise SystemExit("chromium not found: install Debian's `chromium` package "
+                         "(apt-get install chromium)")
+    pages = sorted(p for p in site.rglob("*.html")
+                   if not p.relative_to(site).parts[0].startswith(("_", ".")))
+    problems, totals, ids_cache = [], {"pages": 0, "links": 0, "images": 0, "math": 0}, {}
+    with tempfile.TemporaryDirectory() as profile:
+        for page in pages:
+            redirect = REDIRECT.search(page.read_text(errors="replace"))
+            if redirect:  # e.g. index.html: check its target instead of rendering it
+                page_problems, _ = check_page(page, f'<a href="{redirect[1]}"></a>', site,
+                                              ids_cache)
+                problems += page_problems
+                continue
+            html = render(browser, page, Path(profile))
+            page_problems, counts = check_page(page, html, site, ids_cache)
+            problems += page_problems
+            totals["pages"] += 1
+            for key, value in counts.items():
+                totals[key] += value
+        if screenshots:
+            screenshots.mkdir(parents=True, exist_ok=True)
+            for name, page in SCREENSHOTS.items():
+                if (site / page).is_file():
+                    render(browser, site / page, Path(profile), screenshots / name)
+    return problems, totals
+
+
+def main(argv: list[str] | None = None) -> int:
+    cli = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    cli.add_argument("site", type=Path, help="the built HTML folder, e.g. _build/html")
+    cli.add_argument("--screenshots", type=Path, default=None)
+    args = cli.parse_args(argv)
+    problems, totals = check_site(args.site, args.screenshots)
+    print("\n".join(problems))
+    print(f"sitecheck: {totals['pages']} pages, {totals['links']} links, {totals['images']} "
+          f"images, {totals['math']} rendered formulas; {len(problems)} problems")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

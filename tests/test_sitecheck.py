@@ -1,0 +1,55 @@
+"""The browser check must be able to fail: broken links, missing images, raw TeX, CDNs."""
+
+from pathlib import Path
+
+import pytest
+
+from rankcollapse.sitecheck import check_page, check_site, chromium
+
+GOOD = """<html><body><h1 id="top">Title</h1><a href="other.html#sec">ok</a>
+<a href="#top">self</a><a href="https://arxiv.org/abs/2604.07925">external link is fine</a>
+<img src="img.png"><code>\\(x\\) in code is fine</code><script src="local.js"></script>
+</body></html>"""
+
+
+def site(tmp_path: Path, page: str) -> Path:
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "page.html").write_text(page)
+    (tmp_path / "book" / "other.html").write_text('<p id="sec">other</p>')
+    (tmp_path / "book" / "img.png").write_bytes(b"\x89PNG")
+    (tmp_path / "book" / "local.js").write_text("")
+    (tmp_path / "index.html").write_text('<meta http-equiv="Refresh" content="0; url=book/page.html" />')
+    return tmp_path
+
+
+def problems(tmp_path, page):
+    root = site(tmp_path, page)
+    return check_page(root / "book" / "page.html", page, root, {})[0]
+
+
+def test_a_good_page_passes(tmp_path):
+    assert problems(tmp_path, GOOD) == []
+
+
+@pytest.mark.parametrize("bad, expected", [
+    ('<a href="missing.html">x</a>', "broken link missing.html"),
+    ('<img src="figures/none.png">', "broken image figures/none.png"),
+    ('<a href="other.html#nope">x</a>', "missing anchor"),
+    ('<a href="../../../etc/passwd">x</a>', "broken link"),
+    ('<script src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js"></script>',
+     "from another host"),
+    ('<p>\\(x^2\\) was not typeset</p>', "raw TeX"),
+])
+def test_each_kind_of_problem_is_reported(tmp_path, bad, expected):
+    found = problems(tmp_path, GOOD.replace("</body>", bad + "</body>"))
+    assert len(found) == 1 and expected in found[0]
+
+
+@pytest.mark.skipif(chromium() is None, reason="needs Debian's chromium (CI installs it)")
+def test_whole_site_in_the_browser_fails_on_a_broken_page(tmp_path):
+    (tmp_path / "good").mkdir()
+    found, totals = check_site(site(tmp_path / "good", GOOD))
+    assert found == [] and totals["pages"] == 2
+    (tmp_path / "bad").mkdir()
+    found, _ = check_site(site(tmp_path / "bad", GOOD.replace("img.png", "lost.png")))
+    assert found == ["book/page.html: broken image lost.png"]
