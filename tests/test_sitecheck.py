@@ -39,6 +39,7 @@ def test_a_good_page_passes(tmp_path):
     ('<script src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js"></script>',
      "from another host"),
     ('<p>\\(x^2\\) was not typeset</p>', "raw TeX"),
+    ('<p>the residual $r(X)$ was not parsed</p>', "was not parsed"),
 ])
 def test_each_kind_of_problem_is_reported(tmp_path, bad, expected):
     found = problems(tmp_path, GOOD.replace("</body>", bad + "</body>"))

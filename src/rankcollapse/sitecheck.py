@@ -28,6 +28,7 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run
 SCREENSHOTS = {"intro.png": "book/intro.html",
                "chapter.png": "book/chapters/03_linearized_bound.html"}
 RAW_TEX = ("\\(", "\\[", "$$")
+RAW_DOLLAR = re.compile(r"\$[^$\s][^$\n]{0,80}\$")  # $x^2$ left as text
 REDIRECT = re.compile(r'<meta http-equiv="Refresh" content="\d+; url=([^"]+)"', re.I)
 
 
@@ -107,6 +108,8 @@ def check_page(page: Path, html: str, site: Path, ids_cache: dict) -> tuple[list
     text = "".join(found.text)
     problems += [f"{where}: raw TeX {tex!r} left in the page (math did not render)"
                  for tex in RAW_TEX if tex in text]
+    problems += [f"{where}: raw TeX {m[0]!r} left in the page (math was not parsed)"
+                 for m in RAW_DOLLAR.finditer(text)][:3]
     return problems, {"links": len(found.links), "images": len(found.images),
                       "math": html.count("<mjx-container")}
 
