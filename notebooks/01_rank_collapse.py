@@ -48,7 +48,8 @@ from rankcollapse.rank import composite_norm, relative_residual, residual
 use_style()
 sizes = dict(n_samples=settings.n_samples, n_tokens=settings.n_tokens,
              d_model=settings.d_model, n_heads=settings.n_heads, depth=settings.depth,
-             n_iter=settings.n_iter, seed=seed, device=torch_device)
+             n_iter=settings.n_iter, seed=seed, device=torch_device,
+             weight_draws=settings.weight_draws)
 
 # %% [markdown]
 # ## Measuring collapse: the residual
@@ -90,9 +91,9 @@ example
 # A *pure* self-attention network has no skip connections, no feed-forward network (FFN)
 # and no LayerNorm: layer $l$ maps $X_l$ to $X_{l+1} = \mathrm{softmax}(X_l W_Q W_K^\top
 # X_l^\top / \sqrt{d_{qk}})\, X_l W_V W_O$. We draw Gaussian weights scaled so that the
-# first layer's attention logits have a chosen standard deviation (the *logit scale*), feed
-# {glue:text}`ch1_n_samples` random token matrices with i.i.d. standard normal entries, and
-# follow $r$ layer by layer. The computation runs in float64 so the residual can fall to
+# first layer's attention logits have a chosen standard deviation (the *logit scale*;
+# {glue:text}`ch1_draws` independent weight draws per scale), feed {glue:text}`ch1_n_samples` random token matrices
+# with i.i.d. standard normal entries, and follow $r$ layer by layer. The computation runs in float64 so the residual can fall to
 # about $10^{-16}$ before rounding stops it.
 
 # %%
@@ -101,8 +102,9 @@ pure = sweep([dict(normalization="softmax", logit_std=s) for s in scales],
              dtype=torch.float64, **sizes)
 pure_summary = log_summary(pure, ["logit_std", "layer"])
 glue("ch1_n_samples", settings.n_samples, display=False)
+glue("ch1_draws", settings.weight_draws, display=False)
 
-# %% mystnb={"figure": {"caption": "Relative residual $r(X_l)$ (composite norm, log scale) against depth in pure softmax self-attention with random weights, for four logit scales. Lines: geometric mean over random inputs; bands: one standard deviation of $\\log_{10} r$. The dotted line is float64 rounding: once there, the tokens are equal to machine precision.", "name": "fig-pure-collapse"}}
+# %% mystnb={"figure": {"caption": "Relative residual $r(X_l)$ (composite norm, log scale) against depth in pure softmax self-attention with random weights, for four logit scales. Lines: geometric mean over random inputs and weight draws; bands: one standard deviation of $\\log_{10} r$. The dotted line is float64 rounding: once there, the tokens are equal to machine precision.", "name": "fig-pure-collapse"}}
 fig, ax = plt.subplots(figsize=(6, 3.8))
 for s, group in pure_summary.groupby("logit_std"):
     band_from_summary(ax, group, label=f"logit scale {s:g}")
@@ -170,7 +172,7 @@ for key, name in [("pure", "pure attention"), ("skip", "+ skip"), ("ffn", "+ FFN
     glue(f"ch1_last_{key}", float(10 ** last[name]), display=False)
 glue("ch1_depth", settings.depth, display=False)
 
-# %% mystnb={"figure": {"caption": "Relative residual against depth (log scale) with the parts of a Transformer block switched on one at a time; random weights, logit scale 1, softmax. Lines: geometric mean over inputs; bands: one standard deviation of $\\log_{10} r$.", "name": "fig-block-parts"}}
+# %% mystnb={"figure": {"caption": "Relative residual against depth (log scale) with the parts of a Transformer block switched on one at a time; random weights, logit scale 1, softmax. Lines: geometric mean over inputs and weight draws; bands: one standard deviation of $\\log_{10} r$.", "name": "fig-block-parts"}}
 fig, ax = plt.subplots(figsize=(6, 3.8))
 for name in variants:
     band_from_summary(ax, parts_summary.query("label == @name"), label=name)
@@ -244,7 +246,7 @@ ends = entropy.reset_index().query("layer == @settings.depth").set_index("label"
 glue("ch1_entropy_uniform", float(ends[pairs[0]["label"]]), display=False)
 glue("ch1_entropy_peaked", float(ends[pairs[1]["label"]]), display=False)
 
-# %% mystnb={"figure": {"caption": "Two different collapses. Left: relative residual (log scale). Right: mean row entropy of the attention in nats (dotted: $\\log n$, uniform rows). Small logits without skip keep the entropy maximal while the rank collapses; large logits with a skip connection drive the entropy down while the rank survives. Bands: one standard deviation over inputs.", "name": "fig-rank-vs-entropy"}}
+# %% mystnb={"figure": {"caption": "Two different collapses. Left: relative residual (log scale). Right: mean row entropy of the attention in nats (dotted: $\\log n$, uniform rows). Small logits without skip keep the entropy maximal while the rank collapses; large logits with a skip connection drive the entropy down while the rank survives. Bands: one standard deviation over inputs and weight draws.", "name": "fig-rank-vs-entropy"}}
 fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.6))
 for pair in pairs:
     name = pair["label"]

@@ -197,16 +197,19 @@ chapter.show(fig, "fig-entropy", entropies)
 #
 # Does the column constraint protect a pure self-attention network (no skip, no FFN, no
 # LayerNorm) from rank collapse? We repeat chapter 1's experiment with the same random weights
-# and inputs for both normalizations, at several logit scales (float64).
+# and inputs for both normalizations ({glue:text}`ch2_draws_w` weight draws at each logit
+# scale, {glue:text}`ch2_inputs` random inputs each; float64).
 
 # %%
 sizes = dict(n_samples=settings.n_samples, n_tokens=n, d_model=settings.d_model,
              n_heads=settings.n_heads, depth=settings.depth, n_iter=settings.n_iter,
-             seed=seed, device=torch_device)
+             seed=seed, device=torch_device, weight_draws=settings.weight_draws)
 logit_scales = [0.5, 1.0, 2.0, 4.0]
 stacks = sweep([dict(normalization=nm, logit_std=s) for nm in ("softmax", "sinkhorn")
                 for s in logit_scales], dtype=torch.float64, **sizes)
 stack_summary = log_summary(stacks, ["normalization", "logit_std", "layer"])
+glue("ch2_draws_w", settings.weight_draws, display=False)
+glue("ch2_inputs", settings.n_samples, display=False)
 
 
 def layers_to(threshold: float) -> pd.Series:
@@ -221,7 +224,7 @@ glue("ch2_sinkhorn_later", int((reach["sinkhorn"] > reach["softmax"]).sum()), di
 glue("ch2_softmax_later", int((reach["softmax"] > reach["sinkhorn"]).sum()), display=False)
 glue("ch2_n_scales", len(logit_scales), display=False)
 
-# %% mystnb={"figure": {"caption": "Relative residual (composite norm, log scale) against depth in pure self-attention with random weights, softmax (blue) and Sinkhorn (red, 50 iterations), for four logit scales (line styles). Same weights and inputs for both; lines: geometric mean over inputs; bands: one standard deviation of $\\log_{10} r$.", "name": "fig-pure-both"}}
+# %% mystnb={"figure": {"caption": "Relative residual (composite norm, log scale) against depth in pure self-attention with random weights, softmax (blue) and Sinkhorn (red, 50 iterations), for four logit scales (line styles). Same weights and inputs for both; lines: geometric mean over inputs and weight draws; bands: one standard deviation of $\\log_{10} r$.", "name": "fig-pure-both"}}
 fig, ax = plt.subplots(figsize=(6.5, 4))
 for (nm, s), group in stack_summary.groupby(["normalization", "logit_std"]):
     style = ["-", "--", "-.", ":"][logit_scales.index(s)]

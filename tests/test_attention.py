@@ -88,12 +88,21 @@ def test_permutation_equivariance(shape, scale, seed):
     torch.testing.assert_close(softmax(permuted), softmax(a)[:, pr][:, :, pc])
 
 
-@given(shapes, st.sampled_from([10.0, 300.0, 1e4]), seeds)
-def test_extreme_logits_give_finite_nonnegative_output(shape, scale, seed):
+@given(shapes, st.sampled_from([10.0, 100.0, 300.0, 1e4]), seeds, st.booleans())
+def test_extreme_logits_match_the_log_domain_reference(shape, scale, seed, masked):
+    """Large logits take the log-domain path: finite, non-negative, and the same matrix as the
+    float64 log-domain loop (so the marginals too), not merely some finite output."""
     a = logits(*shape, scale, seed, torch.float32)
     a[:, 0, :] += 400.0  # one row far above the others
-    p = sinkhorn(a, 50)
+    mask = None
+    if masked and shape[1] > 1:
+        mask = torch.ones(shape, dtype=torch.bool)
+        mask[:, -1] = False
+    p = sinkhorn(a, 50, mask=mask)
     assert torch.isfinite(p).all() and (p >= 0).all()
+    k = shape[1] - 1 if mask is not None else shape[1]
+    expected = per_matrix(lambda m: sinkhorn_loop(m, 100), a[:, :k, :k].double())
+    assert (p[:, :k, :k].double() - expected).abs().max() < 1e-4
 
 
 def test_marginal_error_shrinks_with_iterations():
@@ -120,15 +129,21 @@ def test_softmax_mask_ignores_padded_keys():
     a = logits(2, 6, 1.0, 6)
     mask = torch.tensor([[True] * 4 + [False] * 2, [True] * 6])
     p = softmax(a, mask)
-    torch.testing.assert_close(p[0, :, :4], torch.softmax(a[0, :, :4], dim=-1))
+    torch.testing.assert_close(p[0, :4, :4], torch.softmax(a[0, :4, :4], dim=-1))
+    torch.testing.assert_close(p[0, 4:, :4], torch.full((2, 4), 0.25, dtype=a.dtype))
     assert (p[0, :, 4:] == 0).all()
+    torch.testing.assert_close(p[1], torch.softmax(a[1], dim=-1))
 
 
 def test_masked_logits_may_hold_inf():
     a = logits(1, 5, 1.0, 7)
     mask = torch.tensor([[True, True, True, False, False]])
     a[0, 3:, :] = float("-inf")
+    a[0, :, 3:] = float("inf")
     assert torch.isfinite(sinkhorn(a, 10, mask=mask)).all()
+    p = softmax(a, mask)
+    assert torch.isfinite(p).all()
+    torch.testing.assert_close(p[0, :3, :3], torch.softmax(a[0, :3, :3], dim=-1))
 
 
 # ----------------------------------------------------------------------------- dtypes, errors

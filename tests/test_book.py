@@ -97,6 +97,11 @@ def test_build_refuses_when_a_chapter_was_not_executed(tmp_path, capsys):
     assert build(Project(tmp_path)) == 1
     err = capsys.readouterr().err
     assert "book/chapters/01_pass" in err and "rankcollapse.book run" in err
+    # A notebook left behind by a failed run (no cache record) is refused too.
+    (tmp_path / "book" / "chapters").mkdir(parents=True)
+    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "book" / "chapters" / "01_pass.ipynb")
+    assert build(Project(tmp_path)) == 1
+    assert "not successfully executed" in capsys.readouterr().err
 
 
 def test_finalize_fills_the_time_and_hides_parameter_cells(tmp_path):
@@ -112,3 +117,19 @@ def test_finalize_fills_the_time_and_hides_parameter_cells(tmp_path):
     assert cells[2].outputs[0].data["text/html"] == "<b>42.1 s</b>"
     assert all("remove-cell" in c.metadata["tags"] for c in cells[:2])
     assert "tags" not in cells[2].metadata or "remove-cell" not in cells[2].metadata["tags"]
+
+
+def test_missing_figure_exports_defeat_the_cache(tmp_path):
+    from rankcollapse.book import missing_exports
+
+    project = Project(tmp_path)
+    project.chapters.mkdir(parents=True)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "x", metadata={"mystnb": {"figure": {"name": "fig-x", "caption": "c"}}})])
+    nbformat.write(nb, project.output("01_fig"))
+    assert missing_exports(project, "01_fig") == [f"fig-x.{f}" for f in ("png", "svg", "pdf", "csv")]
+    exports = project.chapters / "figures"
+    exports.mkdir()
+    for fmt in ("png", "svg", "pdf", "csv"):
+        (exports / f"fig-x.{fmt}").write_text("x")
+    assert missing_exports(project, "01_fig") == []

@@ -1,4 +1,5 @@
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -49,3 +50,16 @@ def test_compare_paths_identity_variant_and_verdict():
     assert set(table.normalization) == {"softmax", "sinkhorn"} and len(table) == 40
     adv = sinkhorn_advantage(table, n_boot=50)
     assert verdict(adv).startswith("Sinkhorn keeps more rank")
+
+
+def test_paired_interval_is_narrower_for_paired_data_and_zero_medians_are_nan():
+    rng = np.random.default_rng(1)
+    base = rng.lognormal(size=300)
+    a, b = base * 1.1, base * rng.lognormal(0, 0.05, size=300)
+    _, lo_u, hi_u = median_ratio_ci(a, b, 500, seed=0)
+    _, lo_p, hi_p = median_ratio_ci(a, b, 500, seed=0, paired=True)
+    assert hi_p - lo_p < 0.5 * (hi_u - lo_u) and lo_p > 1
+    assert np.isnan(median_ratio_ci(a, np.zeros(300), 50, seed=0, paired=True)[0])
+    adv = pd.DataFrame({"depth": [1, 2], "ratio": [1.2, float("nan")], "low": [1.1, float("nan")],
+                        "high": [1.3, float("nan")]})
+    assert "no ratio at depth 2" in verdict(adv)

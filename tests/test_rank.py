@@ -96,3 +96,14 @@ def test_masked_residual_equals_residual_of_the_real_tokens(kind):
     torch.testing.assert_close(got[0], residual(x[0], kind))
     rel = relative_residual(x, "fro", kind, mask)
     assert rel[1].item() == pytest.approx(relative_residual(x[1, :4], "fro", kind).item())
+
+
+def test_signal_order_multiplies_later_layers_on_the_left():
+    attn = torch.softmax(randn(3, 1, 1, 4, 4, seed=7), -1)
+    paths = sample_paths(3, 1, 3, 1, 1, torch.Generator().manual_seed(0))
+    torch.testing.assert_close(path_products(attn, paths, "signal")[0],
+                               attn[2, 0, 0] @ attn[1, 0, 0] @ attn[0, 0, 0])
+    torch.testing.assert_close(path_products(attn, paths)[0],
+                               attn[0, 0, 0] @ attn[1, 0, 0] @ attn[2, 0, 0])
+    with pytest.raises(ValueError, match="order"):
+        path_products(attn, paths, "random")

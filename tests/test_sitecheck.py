@@ -8,6 +8,7 @@ from rankcollapse.sitecheck import check_page, check_site, chromium
 
 GOOD = """<html><body><h1 id="top">Title</h1><a href="other.html#sec">ok</a>
 <a href="#top">self</a><a href="https://arxiv.org/abs/2604.07925">external link is fine</a>
+<link rel="canonical" href="https://example.org/book/page.html">
 <img src="img.png"><code>\\(x\\) in code is fine</code><script src="local.js"></script>
 </body></html>"""
 
@@ -38,6 +39,8 @@ def test_a_good_page_passes(tmp_path):
     ('<a href="../../../etc/passwd">x</a>', "broken link"),
     ('<script src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js"></script>',
      "from another host"),
+    ('<img src="https://example.org/badge.svg">', "from another host"),
+    ('<link rel="preload" href="https://fonts.example.org/f.woff2">', "from another host"),
     ('<p>\\(x^2\\) was not typeset</p>', "raw TeX"),
     ('<p>the residual $r(X)$ was not parsed</p>', "was not parsed"),
 ])

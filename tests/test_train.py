@@ -113,3 +113,24 @@ def test_killed_process_resumes_to_the_same_weights(tmp_path):
     resumed = train(config(epochs=6), data, test, cache, "cpu", quiet=True)
     for k, v in weights(reference.model).items():
         assert torch.equal(v, weights(resumed.model)[k]), k
+
+
+def test_cached_model_is_evaluated_again_on_another_test_set(tmp_path):
+    data = toy(96, 0)
+    first = train(config(), data, toy(64, 1), tmp_path, "cpu", quiet=True)
+    other = toy(16, 5)
+    again = train(config(), data, other, tmp_path, "cpu", quiet=True)
+    assert again.from_cache
+    from rankcollapse.train import evaluate
+    assert again.test_accuracy == evaluate(again.model, other, torch.device("cpu"))
+    assert train(config(), data, toy(64, 1), tmp_path, "cpu", quiet=True).test_accuracy \
+        == first.test_accuracy
+
+
+def test_unreadable_checkpoint_is_set_aside(tmp_path):
+    data, test = toy(96, 0), toy(32, 1)
+    run = tmp_path / config().key()
+    run.mkdir(parents=True)
+    (run / "checkpoint.pt").write_bytes(b"")  # what a crash mid-write could leave
+    result = train(config(), data, test, tmp_path, "cpu", quiet=True)
+    assert result.steps > 0 and (run / "checkpoint.corrupt").exists()

@@ -15,9 +15,12 @@ every row and every column of `K = exp(logits + f + g)` holds an entry of at lea
 and no entry exceeds 1, so the remaining half-steps run in the scaling domain,
 `u = 1 / (K v)`, `v = 1 / (K^T u)`: one batched matrix-vector product per half-step instead of
 an `exp` over the whole matrix. `u` and `v` are rescaled by their maximum after each step
-(the next half-step is invariant to that scale), so nothing overflows even for logits of 1e4.
+(the next half-step is invariant to that scale). When the logits span more than the scaling
+domain can hold (about 40 in float32: K would underflow), the block continues in the log
+domain instead: slower, but the same matrix as the log-domain loop for logits up to 1e4.
 The backward pass recomputes these iterations from the saved logits instead of keeping every
-iterate: the bytes saved for backward are those of the logits alone.
+iterate (the bytes saved for backward are those of the logits alone) and differentiates the
+scaling steps by hand.
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ import pandas as pd
 import torch
 from torch import nn
 
-_TINY = torch.finfo(torch.float32).tiny
 NORMALIZATIONS = ("softmax", "sinkhorn")
+# Below these log-kernel values the scaling domain would lose entries to underflow (products
+# of two such entries must stay representable): such blocks continue in the log domain.
+_LOG_FLOOR = {torch.float32: -40.0, torch.float64: -350.0}
 _CPU_BLOCK_BYTES = 4 * 2**20  # K and K^T of one block stay within a typical L2/L3 cache
 
 
@@ -93,21 +98,23 @@ def softmax(logits: torch.Tensor, mask: torch.Tensor | None = None, *,
     """Row-stochastic attention: softmax over keys (last dim).
 
     logits `(..., n, n)`; mask `(..., n)` (True = real token): masked keys get zero weight.
-    Rows of padded queries are still distributions over the real keys.
+    Rows of padded queries are uniform over the real keys (their logits are ignored).
     """
     _check_logits(logits, mask, check_finite)
     x = logits.to(_compute_dtype(logits))
-    if mask is not None:
-        x = x.masked_fill(~mask.unsqueeze(-2), float("-inf"))
+    if mask is not None:  # padded queries: zeros first, so that inf/-inf there cannot give NaN
+        x = x.masked_fill(~mask.unsqueeze(-1), 0.0).masked_fill(~mask.unsqueeze(-2), float("-inf"))
     return torch.softmax(x, dim=-1).to(logits.dtype)
 
 
 # ----------------------------------------------------------------------------- sinkhorn
 
 
-def _log_normalize(x: torch.Tensor, dim: int, mask: torch.Tensor) -> torch.Tensor:
+def _log_normalize(x: torch.Tensor, dim: int, mask: torch.Tensor | None) -> torch.Tensor:
     """x - logsumexp(x, dim) over real tokens. Padded lines (all -inf) are filled with zeros
     inside the logsumexp so that neither the value nor its gradient becomes NaN."""
+    if mask is None:
+        return x - torch.logsumexp(x, dim=dim, keepdim=True)
     padded = ~mask.unsqueeze(-1 if dim == -1 else -2)
     return x - torch.logsumexp(x.masked_fill(padded, 0.0), dim=dim, keepdim=True)
 
@@ -129,14 +136,37 @@ def _blocks(logits: torch.Tensor, mask: torch.Tensor | None, *others: torch.Tens
 def _sinkhorn_forward(logits: torch.Tensor, half_steps: int,
                       mask: torch.Tensor | None) -> torch.Tensor:
     """Sinkhorn on `(..., n, n)`, block by block (see `_blocks`)."""
-    outs = []
-    for m, x in _blocks(logits, mask):
-        k = _first_steps(x, half_steps, m)
-        if half_steps > 2:
-            k = _plan(*_iterate(_with_padding_identity(k, m), half_steps), half_steps)[0]
-            k = k if m is None else k * _pair_mask(m)
-        outs.append(k)
+    outs = [_block_forward(_first_steps(x, half_steps, m), half_steps, m)
+            for m, x in _blocks(logits, mask)]
     return torch.cat(outs).reshape(logits.shape)
+
+
+def _block_forward(log_k: torch.Tensor, half_steps: int, mask: torch.Tensor | None
+                   ) -> torch.Tensor:
+    """The remaining half-steps from the log-kernel of `_first_steps`: in the scaling domain,
+    or in the log domain when the kernel's range would underflow (see `_underflows`)."""
+    if half_steps <= 2:
+        return log_k.exp()
+    if _underflows(log_k, mask):
+        return _log_iterations(log_k, half_steps, mask)
+    p = _plan(*_iterate(_with_padding_identity(log_k.exp(), mask), half_steps), half_steps)[0]
+    return p if mask is None else p * _pair_mask(mask)
+
+
+def _underflows(log_k: torch.Tensor, mask: torch.Tensor | None) -> bool:
+    """Whether the log-kernel spans more than the scaling domain can hold in this dtype
+    (logits differing by more than about 40 in float32). One host sync per block, before the
+    iterations; such blocks take the slower, exact log-domain path."""
+    real = log_k if mask is None else log_k.masked_fill(~_pair_mask(mask), 0.0)
+    return bool(real.amin() < _LOG_FLOOR.get(log_k.dtype, -40.0))
+
+
+def _log_iterations(log_k: torch.Tensor, half_steps: int, mask: torch.Tensor | None
+                    ) -> torch.Tensor:
+    """Half-steps 3 .. half_steps in the log domain (rows on odd steps, columns on even)."""
+    for step in range(3, half_steps + 1):
+        log_k = _log_normalize(log_k, -1 if step % 2 else -2, mask)
+    return log_k.exp()
 
 
 def _with_padding_identity(k: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
@@ -148,15 +178,15 @@ def _with_padding_identity(k: torch.Tensor, mask: torch.Tensor | None) -> torch.
 
 def _first_steps(logits: torch.Tensor, half_steps: int,
                  mask: torch.Tensor | None) -> torch.Tensor:
-    """Half-steps 1 (rows: exactly softmax) and 2 (columns) in the log domain, exponentiated:
-    K with entries in [0, 1] and no row or column below 1/n^2."""
+    """Half-steps 1 (rows: exactly softmax) and 2 (columns) in the log domain: log K, with
+    K in [0, 1] and every row and column holding an entry of at least 1/n^2."""
     if mask is None:  # the fused kernel is faster; it would turn masked lines into NaN
         x = torch.log_softmax(logits, -1)
         x = x if half_steps == 1 else torch.log_softmax(x, -2)
     else:
         x = _log_normalize(logits.masked_fill(~_pair_mask(mask), float("-inf")), -1, mask)
         x = x if half_steps == 1 else _log_normalize(x, -2, mask)
-    return x.exp()
+    return x
 
 
 def _iterate(k: torch.Tensor, half_steps: int):
@@ -164,14 +194,15 @@ def _iterate(k: torch.Tensor, half_steps: int):
     v, and every step's (product, scaling) pair, which the backward pass reuses."""
     u = v = torch.ones(k.shape[:-1], dtype=k.dtype, device=k.device)
     kt = k.transpose(-1, -2).contiguous()  # both products as vector-times-matrix: fastest
+    tiny = torch.finfo(k.dtype).tiny
     steps = []
     for step in range(3, half_steps):
         if step % 2:  # row step: u = 1 / (K v)
-            a = (v.unsqueeze(-2) @ kt).squeeze(-2).clamp_min(_TINY)
+            a = (v.unsqueeze(-2) @ kt).squeeze(-2).clamp_min(tiny)
             u = a.amin(dim=-1, keepdim=True) / a  # 1 / a, largest entry scaled to 1
             steps.append((a, u))
         else:  # column step: v = 1 / (K^T u)
-            b = (u.unsqueeze(-2) @ k).squeeze(-2).clamp_min(_TINY)
+            b = (u.unsqueeze(-2) @ k).squeeze(-2).clamp_min(tiny)
             v = b.amin(dim=-1, keepdim=True) / b
             steps.append((b, v))
     return k, kt, u, v, steps
@@ -180,12 +211,13 @@ def _iterate(k: torch.Tensor, half_steps: int):
 def _plan(k, kt, u, v, steps, half_steps: int):
     """The last half-step as an explicit normalization, so the result is exactly row- (odd
     `half_steps`) or column-stochastic (even) up to rounding. Returns (P, sums, scaling)."""
+    tiny = torch.finfo(k.dtype).tiny
     if half_steps % 2:
         q = k * v.unsqueeze(-2)
-        sums = q.sum(-1, keepdim=True).clamp_min(_TINY)
+        sums = q.sum(-1, keepdim=True).clamp_min(tiny)
     else:
         q = k * u.unsqueeze(-1)
-        sums = q.sum(-2, keepdim=True).clamp_min(_TINY)
+        sums = q.sum(-2, keepdim=True).clamp_min(tiny)
     return q / sums, sums
 
 
@@ -235,6 +267,7 @@ class _Sinkhorn(torch.autograd.Function):
         return _sinkhorn_forward(logits, half_steps, mask)
 
     @staticmethod
+    @torch.autograd.function.once_differentiable
     def backward(ctx, grad_out):
         (logits,) = ctx.saved_tensors
         h = ctx.half_steps
@@ -242,10 +275,13 @@ class _Sinkhorn(torch.autograd.Function):
         for m, x, g in _blocks(logits, ctx.mask, grad_out):
             with torch.enable_grad():
                 x = x.detach().requires_grad_(True)
-                k = _first_steps(x, h, m)
-            if h > 2:
-                g = g if m is None else g * _pair_mask(m)
-                g = _scaling_backward(*_iterate(_with_padding_identity(k.detach(), m), h), h, g)
+                log_k = _first_steps(x, h, m)
+                if h <= 2 or _underflows(log_k.detach(), m):  # plain autograd of the steps
+                    grads.append(torch.autograd.grad(_block_forward(log_k, h, m), x, g)[0])
+                    continue
+                k = log_k.exp()
+            g = g if m is None else g * _pair_mask(m)
+            g = _scaling_backward(*_iterate(_with_padding_identity(k.detach(), m), h), h, g)
             grads.append(torch.autograd.grad(k, x, g)[0])
         return torch.cat(grads).reshape(logits.shape), None, None
 

@@ -34,7 +34,7 @@ import yaml
 from jupyter_client.kernelspec import KernelSpecManager
 from traitlets.config import Config
 
-from rankcollapse.figures_page import PAGE, write_figures_page
+from rankcollapse.figures_page import FORMATS, PAGE, collect, write_figures_page
 from rankcollapse.profiles import DEVICES, get_profile, resolve_device
 from rankcollapse.provenance import FIGURE_DIR, caption_note, fill_execution_time, find_root
 
@@ -178,7 +178,8 @@ def run_chapter(project: Project, name: str, parameters: dict) -> Outcome:
     """Execute `name` unless its cache record matches; write the record after success."""
     key = cache_key(project, name, parameters)
     record = read_record(project, name)
-    if record and record["key"] == key and project.output(name).is_file():
+    if record and record["key"] == key and project.output(name).is_file() \
+            and not missing_exports(project, name):
         return Outcome(name, "cached", 0.0,
                        f"cached (executed in {record['seconds']:.1f} s earlier)")
     project.record(name).unlink(missing_ok=True)  # a failure below must not leave a stale hit
@@ -187,6 +188,13 @@ def run_chapter(project: Project, name: str, parameters: dict) -> Outcome:
     project.record(name).write_text(json.dumps(
         {"key": key, "seconds": seconds, "parameters": parameters}, indent=1))
     return Outcome(name, "ok", seconds, f"executed in {seconds:.1f} s")
+
+
+def missing_exports(project: Project, name: str) -> list[str]:
+    """Figure export files of chapter `name` that should exist and do not."""
+    figures = collect(project.chapters, [f"book/chapters/{name}"])
+    return [f"{f.name}.{fmt}" for f in figures for fmt in FORMATS
+            if not (project.root / FIGURE_DIR / f"{f.name}.{fmt}").is_file()]
 
 
 def run(project: Project, names: list[str], parameters: dict) -> list[Outcome]:
@@ -236,10 +244,11 @@ def build(project: Project) -> int:
     if str(PAGE.with_suffix("")) in toc_files(project.root):
         write_figures_page(project.root, project.chapters, toc_files(project.root))
     missing = [f for f in toc_files(project.root)
-               if not any((project.root / f).with_suffix(s).is_file() for s in (".md", ".ipynb"))]
+               if not any((project.root / f).with_suffix(s).is_file() for s in (".md", ".ipynb"))
+               or (f.startswith("book/chapters/") and read_record(project, Path(f).name) is None)]
     if missing:
-        print(f"missing pages: {', '.join(missing)}; execute the chapters first: "
-              f"{sys.executable} -m rankcollapse.book run", file=sys.stderr)
+        print(f"missing or not successfully executed: {', '.join(missing)}; execute the "
+              f"chapters first: {sys.executable} -m rankcollapse.book run", file=sys.stderr)
         return 1
     jupyter_book = Path(sys.executable).with_name("jupyter-book")
     command = [str(jupyter_book), "build", ".", "-W", "-n", "--keep-going"]

@@ -7,8 +7,6 @@ every attention matrix, and return them as a tidy table (one row per layer and i
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 import torch
@@ -56,18 +54,26 @@ def depth_profile(encoder: Encoder, x: torch.Tensor, norm: str = "composite") ->
 
 def sweep(configs: list[dict], n_samples: int, n_tokens: int, d_model: int, n_heads: int,
           depth: int, n_iter: int, seed: int, device: torch.device, norm: str = "composite",
-          dtype: torch.dtype = torch.float32) -> pd.DataFrame:
+          dtype: torch.dtype = torch.float32, weight_draws: int = 1) -> pd.DataFrame:
     """`depth_profile` for each config (keys: normalization, logit_std, and optionally skip,
     ffn, layernorm, label), all on the same random inputs; config keys become columns.
-    float64 lets the residual fall to ~1e-16 before rounding stops it; float32 to ~1e-7."""
+
+    Configs that differ only in normalization (or label) get the same weights, so softmax and
+    Sinkhorn are compared on identical networks; each config is run with `weight_draws`
+    independent weight draws (column `draw`). float64 lets the residual fall to ~1e-16
+    before rounding stops it; float32 to ~1e-7."""
     gen = torch.Generator().manual_seed(seed)
     x = random_tokens(n_samples, n_tokens, d_model, gen, device).to(dtype)
+    networks: dict[tuple, int] = {}  # architecture and weight scale -> index of its weights
     frames = []
-    for i, cfg in enumerate(configs):
+    for cfg in configs:
         switches = Switches(**{k: cfg.get(k, False) for k in ("skip", "ffn", "layernorm")})
-        stack = random_stack(d_model, n_heads, depth, cfg["normalization"], cfg["logit_std"],
-                             switches, seed + 1 + i, n_iter, device).to(dtype)
-        frames.append(depth_profile(stack, x, norm).assign(**cfg))
+        index = networks.setdefault((cfg["logit_std"], *vars(switches).values()), len(networks))
+        for draw in range(weight_draws):
+            stack = random_stack(d_model, n_heads, depth, cfg["normalization"],
+                                 cfg["logit_std"], switches, seed + 1 + index + 1000 * draw,
+                                 n_iter, device).to(dtype)
+            frames.append(depth_profile(stack, x, norm).assign(draw=draw, **cfg))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -78,15 +84,6 @@ def log_summary(df: pd.DataFrame, by: list[str], value: str = "residual") -> pd.
     deviation of log10, i.e. a geometric mean with a multiplicative band."""
     logs = df.assign(log10=np.log10(df[value].clip(lower=1e-300)))
     return logs.groupby(by)["log10"].agg(["mean", "std", "count"]).reset_index()
-
-
-def collapse_exponent(residuals: np.ndarray, floor: float = 1e-12) -> float:
-    """Fitted exponent p in r_{l+1} ~ c r_l^p from consecutive mean log residuals (a slope in
-    log-log), using layers whose residual is above `floor`; p = 3 is the cubic law."""
-    logs = np.log(residuals[residuals > floor])
-    if len(logs) < 3:
-        return math.nan
-    return float(np.polyfit(logs[:-1], logs[1:], 1)[0])
 
 
 def low_affine_rank_tokens(n_tokens: int, d_model: int, rank: int,

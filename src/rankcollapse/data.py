@@ -418,6 +418,9 @@ def read_idx(path: str | Path, magic: int) -> np.ndarray:
                         f"({'images' if magic == IDX_IMAGES else 'labels'}); wrong or corrupt file")
     ndim = raw[3]
     header = 4 + 4 * ndim
+    if len(raw) < header:
+        raise DataError(f"{path}: the file ends inside its {ndim}-dimension header; truncated "
+                        f"or corrupt file")
     dims = [int(d) for d in np.frombuffer(raw[4:header], dtype=">i4")]
     if len(raw) != header + int(np.prod(dims)):
         raise DataError(f"{path}: the header announces {dims} = {int(np.prod(dims))} bytes of "

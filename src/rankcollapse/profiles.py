@@ -40,7 +40,8 @@ class Profile:
     n_heads: int
     depth: int  # number of attention layers in the random-weight stacks
     n_iter: int  # full Sinkhorn iterations (one row + one column normalization each)
-    n_samples: int  # random inputs (or weight draws) per configuration
+    n_samples: int  # random inputs per configuration
+    weight_draws: int  # independent random weights per configuration (chapters 1, 2)
     n_paths: int  # sampled attention paths per depth
     tasks: dict[str, Task] = field(default_factory=dict)  # chapter 5: role -> task
     train_seeds: tuple[int, ...] = (0,)  # one model per seed and normalization
@@ -71,9 +72,9 @@ _FULL_TASKS = {
 
 PROFILES: dict[str, Profile] = {
     "ci": Profile("ci", n_tokens=32, d_model=32, n_heads=2, depth=12, n_iter=50,
-                  n_samples=32, n_paths=100, tasks=_CI_TASKS, train_seeds=(0,), n_eval=128),
+                  n_samples=32, weight_draws=4, n_paths=100, tasks=_CI_TASKS, train_seeds=(0,), n_eval=128),
     "full": Profile("full", n_tokens=128, d_model=128, n_heads=4, depth=24, n_iter=50,
-                    n_samples=128, n_paths=100, tasks=_FULL_TASKS, train_seeds=(0, 1, 2),
+                    n_samples=128, weight_draws=4, n_paths=100, tasks=_FULL_TASKS, train_seeds=(0, 1, 2),
                     n_eval=512),
 }
 

@@ -43,31 +43,34 @@ def with_identity_layers(attn: torch.Tensor, generator: torch.Generator) -> torc
 
 
 def path_residuals(attn: torch.Tensor, depths, n_paths: int, generator: torch.Generator,
-                   norm: str = "composite") -> pd.DataFrame:
-    """Relative residual of path products against their best rank-1 approximation, for
-    `n_paths` random paths at each depth. attn `(layers, batch, heads, n, n)`."""
+                   norm: str = "composite", order: str = "layer") -> pd.DataFrame:
+    """Relative residual of path products (in `order`, see `rank.path_products`) against
+    their best rank-1 approximation, for `n_paths` random paths at each depth.
+    attn `(layers, batch, heads, n, n)`."""
     n_layers, batch, n_heads = attn.shape[:3]
     frames = []
     for depth in depths:
         paths = sample_paths(n_layers, n_heads, depth, n_paths, batch, generator)
-        res = relative_residual(path_products(attn, paths).double(), norm, kind="rank1")
+        res = relative_residual(path_products(attn, paths, order).double(), norm, kind="rank1")
         frames.append(pd.DataFrame({"depth": depth, "path": np.arange(n_paths),
                                     "residual": res.cpu().numpy()}))
     return pd.concat(frames, ignore_index=True)
 
 
 def compare_attention(attn: dict[str, dict[str, torch.Tensor]], depths, n_paths: int,
-                      seed: int) -> pd.DataFrame:
+                      seed: int, order: str = "layer") -> pd.DataFrame:
     """`path_residuals` for every setting -> {normalization -> attention}, with the same
     sampled paths everywhere (one generator seed), so comparisons are paired."""
-    return pd.concat([path_residuals(a, depths, n_paths, torch.Generator().manual_seed(seed))
+    return pd.concat([path_residuals(a, depths, n_paths, torch.Generator().manual_seed(seed),
+                                     order=order)
                       .assign(normalization=name, setting=setting)
                       for setting, by_name in attn.items() for name, a in by_name.items()],
                      ignore_index=True)
 
 
 def compare_paths(logits_by_setting: dict[str, torch.Tensor], depths, n_paths: int, seed: int,
-                  n_iter: int = 50, identity_seed: int | None = None) -> pd.DataFrame:
+                  n_iter: int = 50, identity_seed: int | None = None,
+                  order: str = "layer") -> pd.DataFrame:
     """`compare_attention` for softmax and Sinkhorn built from the same logits. With
     `identity_seed`, the same random half of the layers is replaced by the identity after
     normalization (the identity is not the normalization of any finite logits)."""
@@ -79,29 +82,38 @@ def compare_paths(logits_by_setting: dict[str, torch.Tensor], depths, n_paths: i
 
     attn = {setting: {name: build(logits, name) for name in ("softmax", "sinkhorn")}
             for setting, logits in logits_by_setting.items()}
-    return compare_attention(attn, depths, n_paths, seed)
+    return compare_attention(attn, depths, n_paths, seed, order)
 
 
 def median_ratio_ci(a: np.ndarray, b: np.ndarray, n_boot: int, seed: int,
-                    level: float = 0.95) -> tuple[float, float, float]:
-    """median(a) / median(b) with a percentile bootstrap interval (resampling both)."""
+                    level: float = 0.95, paired: bool = False) -> tuple[float, float, float]:
+    """median(a) / median(b) with a percentile bootstrap interval. `paired`: a[i] and b[i]
+    belong together (same path), so both are resampled with the same indices. NaN when the
+    median of b is zero (both products rank one to machine precision, say)."""
     rng = np.random.default_rng(seed)
-    a, b = np.asarray(a), np.asarray(b)
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if paired and len(a) != len(b):
+        raise ValueError(f"paired samples need equal lengths; got {len(a)} and {len(b)}")
     ia = rng.integers(0, len(a), (n_boot, len(a)))
-    ib = rng.integers(0, len(b), (n_boot, len(b)))
-    boot = np.median(a[ia], axis=1) / np.median(b[ib], axis=1)
+    ib = ia if paired else rng.integers(0, len(b), (n_boot, len(b)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.median(a) / np.median(b)
+        boot = np.median(a[ia], axis=1) / np.median(b[ib], axis=1)
+    if not np.isfinite(ratio):
+        return float("nan"), float("nan"), float("nan")
     tail = (1 - level) / 2 * 100
-    return float(np.median(a) / np.median(b)), *np.percentile(boot, [tail, 100 - tail])
+    return float(ratio), *np.percentile(boot, [tail, 100 - tail])
 
 
 def sinkhorn_advantage(table: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
     """Per setting and depth: median Sinkhorn residual / median softmax residual with a 95%
-    bootstrap interval. Above 1: Sinkhorn keeps more rank; an interval containing 1: parity."""
+    bootstrap interval, resampling paths in pairs (both normalizations are measured on the
+    same paths). Above 1: Sinkhorn keeps more rank; an interval containing 1: parity."""
     rows = []
     for (setting, depth), g in table.groupby(["setting", "depth"]):
-        sk = g.loc[g["normalization"] == "sinkhorn", "residual"].to_numpy()
-        sm = g.loc[g["normalization"] == "softmax", "residual"].to_numpy()
-        ratio, lo, hi = median_ratio_ci(sk, sm, n_boot, seed)
+        by_path = g.pivot(index="path", columns="normalization", values="residual")
+        ratio, lo, hi = median_ratio_ci(by_path["sinkhorn"], by_path["softmax"], n_boot, seed,
+                                        paired=True)
         rows.append({"setting": setting, "depth": depth, "ratio": ratio, "low": lo, "high": hi})
     return pd.DataFrame(rows)
 
@@ -123,8 +135,11 @@ def verdict(adv: pd.DataFrame) -> str:
     above = adv.loc[adv["low"] > 1, "depth"].tolist()
     below = adv.loc[adv["high"] < 1, "depth"].tolist()
     parity = adv.loc[(adv["low"] <= 1) & (adv["high"] >= 1), "depth"].tolist()
+    undefined = adv.loc[adv["ratio"].isna(), "depth"].tolist()
     parts = [f"Sinkhorn keeps more rank at {_ranges(above)}" if above else
              "Sinkhorn keeps more rank at no depth",
              f"less at {_ranges(below)}" if below else "less at no depth",
              f"parity at {_ranges(parity)}" if parity else "parity at no depth"]
+    if undefined:
+        parts.append(f"no ratio at {_ranges(undefined)} (softmax products exactly rank one)")
     return "; ".join(parts) + "."

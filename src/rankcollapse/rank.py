@@ -91,9 +91,15 @@ def sample_paths(n_layers: int, n_heads: int, depth: int, n_paths: int, batch_si
     return Paths(layers, heads, samples)
 
 
-def path_products(attn: torch.Tensor, paths: Paths) -> torch.Tensor:
-    """Products `A[l1, h1] A[l2, h2] ... A[lk, hk]` (layer order, as in prior code) along
-    each path. attn `(layers, batch, heads, n, n)` -> `(n_paths, n, n)`."""
+def path_products(attn: torch.Tensor, paths: Paths, order: str = "layer") -> torch.Tensor:
+    """Products along each path. attn `(layers, batch, heads, n, n)` -> `(n_paths, n, n)`.
+
+    order "layer": `A[l1, h1] A[l2, h2] ... A[lk, hk]`, earlier layers on the left, as in
+    prior code; "signal": `A[lk, hk] ... A[l1, h1]`, the order in which the layers act on the
+    tokens (X_l = A_l X_{l-1}).
+    """
+    if order not in ("layer", "signal"):
+        raise ValueError(f"unknown order {order!r}; valid: layer, signal")
     if attn.dim() != 5 or attn.shape[-1] != attn.shape[-2]:
         raise ValueError(f"attn must have shape (layers, batch, heads, n, n); "
                          f"got {tuple(attn.shape)}")
@@ -103,7 +109,7 @@ def path_products(attn: torch.Tensor, paths: Paths) -> torch.Tensor:
     factors = attn[layers, samples, heads]  # (n_paths, depth, n, n)
     product = factors[:, 0]
     for k in range(1, factors.shape[1]):
-        product = product @ factors[:, k]
+        product = product @ factors[:, k] if order == "layer" else factors[:, k] @ product
     return product
 
 

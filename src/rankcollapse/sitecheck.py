@@ -36,6 +36,8 @@ class PageScan(HTMLParser):
     """Links, images, external resources, element ids and visible text of one page."""
 
     SKIP = ("code", "pre", "script", "style", "textarea")  # text inside is not prose
+    NAVIGATION = {"canonical", "alternate", "next", "prev", "index", "search", "author",
+                  "license", "help"}  # <link rel> values the browser does not fetch
 
     def __init__(self):
         super().__init__(convert_charrefs=True)
@@ -54,10 +56,12 @@ class PageScan(HTMLParser):
             self.links.append(a["href"])
         if tag == "img" and a.get("src"):
             self.images.append(a["src"])
-        if tag == "script" and a.get("src"):
+        if tag in ("script", "img", "iframe", "source", "video", "audio", "embed") \
+                and a.get("src"):
             self.resources.append(a["src"])
-        if tag == "link" and a.get("href") and "stylesheet" in (a.get("rel") or ""):
-            self.resources.append(a["href"])
+        rel = set((a.get("rel") or "").split())
+        if tag == "link" and a.get("href") and not rel <= self.NAVIGATION:
+            self.resources.append(a["href"])  # stylesheets, icons, fonts, preloads
         if tag in self.SKIP:
             self._skip += 1
 
@@ -105,7 +109,7 @@ def check_page(page: Path, html: str, site: Path, ids_cache: dict) -> tuple[list
             problems.append(f"{where}: link {url} points to a missing anchor")
     problems += [f"{where}: loads {url} from another host (the book must render offline)"
                  for url in found.resources if not _internal(url)]
-    text = "".join(found.text)
+    text = "\n".join(found.text)  # no raw-TeX match across two elements
     problems += [f"{where}: raw TeX {tex!r} left in the page (math did not render)"
                  for tex in RAW_TEX if tex in text]
     problems += [f"{where}: raw TeX {m[0]!r} left in the page (math was not parsed)"

@@ -49,8 +49,9 @@ class TrainConfig:
     extra: dict = field(default_factory=dict)  # data options that change the run (max_len...)
 
     def key(self) -> str:
-        """Hash of everything that determines the trained weights (16 hex digits): this
-        config and the sources of the modules that compute the model and its training."""
+        """Hash of what determines the trained weights (16 hex digits): this config and the
+        sources of the modules that compute the model and its training. The device and the
+        torch version are not part of it: weights trained on a GPU are reused on a CPU."""
         digest = hashlib.sha256(json.dumps(asdict(self), sort_keys=True, default=str).encode())
         for module in _WEIGHT_SOURCES:
             digest.update((Path(__file__).parent / module).read_bytes())
@@ -130,7 +131,7 @@ def train(cfg: TrainConfig, train_data: Dataset, test_data: Dataset,
     run = Path(cache_dir) / cfg.key()
     dev = resolve_device(device)
     if (run / "result.json").is_file():
-        return _load_finished(run, cfg, dev)
+        return _load_finished(run, cfg, dev, test_data)
     torch.manual_seed(cfg.seed)
     model = build_model(cfg.model).to(dev)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr,
@@ -138,8 +139,8 @@ def train(cfg: TrainConfig, train_data: Dataset, test_data: Dataset,
     per_epoch = math.ceil(len(train_data) / cfg.batch_size)
     total = per_epoch * cfg.epochs
     state = {"step": 0, "losses": [], "epoch_loss": 0.0, "seconds": 0.0}
-    if (run / "checkpoint.pt").is_file():
-        saved = torch.load(run / "checkpoint.pt", map_location=dev, weights_only=False)
+    saved = _load_checkpoint(run / "checkpoint.pt", dev)
+    if saved is not None:
         model.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
         state = saved["state"]
@@ -173,7 +174,7 @@ def train(cfg: TrainConfig, train_data: Dataset, test_data: Dataset,
     if state["step"] < total:
         return TrainResult(model, cfg, float("nan"), state["seconds"], state["step"],
                            state["losses"], False)
-    return _finish(run, cfg, model, state, evaluate(model, test_data, dev))
+    return _finish(run, cfg, model, state, test_data, evaluate(model, test_data, dev))
 
 
 def _step(model: Classifier, optimizer, batch, lr: float, bf16: bool) -> float:
@@ -190,12 +191,32 @@ def _step(model: Classifier, optimizer, batch, lr: float, bf16: bool) -> float:
     return loss.item()
 
 
-def _finish(run: Path, cfg: TrainConfig, model: Classifier, state: dict,
+def _test_identity(data: Dataset) -> dict:
+    """What identifies the test set an accuracy was measured on."""
+    return {"test_size": len(data), "test_source": getattr(data, "source", "")}
+
+
+def _load_checkpoint(path: Path, device: torch.device) -> dict | None:
+    """The checkpoint at `path`, or None when there is none. An unreadable one (a crash
+    during a write on a filesystem without atomic rename) is set aside, not fatal."""
+    if not path.is_file():
+        return None
+    try:
+        return torch.load(path, map_location=device, weights_only=False)
+    except (RuntimeError, EOFError, OSError, ValueError) as error:
+        os.replace(path, path.with_suffix(".corrupt"))
+        print(f"unreadable checkpoint {path} ({error}); moved to {path.with_suffix('.corrupt')}"
+              f" and training from the start", flush=True)
+        return None
+
+
+def _finish(run: Path, cfg: TrainConfig, model: Classifier, state: dict, test_data: Dataset,
             accuracy: float) -> TrainResult:
     """Write the final weights and the result (atomically), drop the checkpoint."""
     _atomic_save(model.state_dict(), run / "model.pt")
     result = {"test_accuracy": accuracy, "train_seconds": state["seconds"],
-              "steps": state["step"], "losses": state["losses"], "config": asdict(cfg)}
+              "steps": state["step"], "losses": state["losses"], "config": asdict(cfg),
+              **_test_identity(test_data)}
     tmp = run / "result.json.tmp"
     tmp.write_text(json.dumps(result, indent=1, default=str))
     os.replace(tmp, run / "result.json")
@@ -204,9 +225,14 @@ def _finish(run: Path, cfg: TrainConfig, model: Classifier, state: dict,
                        state["losses"], False)
 
 
-def _load_finished(run: Path, cfg: TrainConfig, device: torch.device) -> TrainResult:
+def _load_finished(run: Path, cfg: TrainConfig, device: torch.device,
+                   test_data: Dataset) -> TrainResult:
+    """The cached model; its accuracy is measured again if the test set is not the same."""
     result = json.loads((run / "result.json").read_text())
     model = build_model(cfg.model).to(device)
     model.load_state_dict(torch.load(run / "model.pt", map_location=device))
-    return TrainResult(model.eval(), cfg, result["test_accuracy"], result["train_seconds"],
+    accuracy = result["test_accuracy"]
+    if any(result.get(k) != v for k, v in _test_identity(test_data).items()):
+        accuracy = evaluate(model, test_data, device)
+    return TrainResult(model.eval(), cfg, accuracy, result["train_seconds"],
                        result["steps"], result["losses"], True)
