@@ -149,7 +149,8 @@ def _block_forward(log_k: torch.Tensor, half_steps: int, mask: torch.Tensor | No
         return log_k.exp()
     if _underflows(log_k, mask):
         return _log_iterations(log_k, half_steps, mask)
-    p = _plan(*_iterate(_with_padding_identity(log_k.exp(), mask), half_steps), half_steps)[0]
+    k, _, u, v, _ = _iterate(_with_padding_identity(log_k.exp(), mask), half_steps)
+    p = _plan(k, u, v, half_steps)[0]
     return p if mask is None else p * _pair_mask(mask)
 
 
@@ -208,9 +209,9 @@ def _iterate(k: torch.Tensor, half_steps: int):
     return k, kt, u, v, steps
 
 
-def _plan(k, kt, u, v, steps, half_steps: int):
+def _plan(k: torch.Tensor, u: torch.Tensor, v: torch.Tensor, half_steps: int):
     """The last half-step as an explicit normalization, so the result is exactly row- (odd
-    `half_steps`) or column-stochastic (even) up to rounding. Returns (P, sums, scaling)."""
+    `half_steps`) or column-stochastic (even) up to rounding. Returns (P, the sums divided by)."""
     tiny = torch.finfo(k.dtype).tiny
     if half_steps % 2:
         q = k * v.unsqueeze(-2)
@@ -229,7 +230,7 @@ def _scaling_backward(k, kt, u, v, steps, half_steps: int, grad_p: torch.Tensor
     that scale, so its derivative contributes nothing. Each step's outer product is
     accumulated in one batched product at the end instead of n x n work per step.
     """
-    p, sums = _plan(k, kt, u, v, steps, half_steps)
+    p, sums = _plan(k, u, v, half_steps)
     zero = torch.zeros_like(u)
     if half_steps % 2:  # P = K diag(v) / (K v)
         g_q = (grad_p - (grad_p * p).sum(-1, keepdim=True)) / sums
