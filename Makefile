@@ -1,4 +1,4 @@
-# Thin wrapper: bootstrap .venv, then call the pipeline (rankcollapse.book) or pytest.
+# Thin wrapper: bootstrap .venv, then call the pipeline (rankcollapse_book) or ruff and pytest.
 PYTHON ?= python3.11
 PROFILE ?= ci
 DEVICE ?= auto
@@ -11,12 +11,14 @@ MATHJAX := book/_static/mathjax/tex-mml-chtml.js
 .PHONY: book test test-all clean
 
 book: $(VENV)/.installed $(MATHJAX)
-	$(VENV)/bin/python -m rankcollapse.book all --profile $(PROFILE) --device $(DEVICE) --seed $(SEED)
+	$(VENV)/bin/python -m rankcollapse_book all --profile $(PROFILE) --device $(DEVICE) --seed $(SEED)
 
 test: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
 	$(VENV)/bin/python -m pytest
 
 test-all: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
 	$(VENV)/bin/python -m pytest -m ""
 
 # Reinstalls whenever the pins in pyproject.toml change.

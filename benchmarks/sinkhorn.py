@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from rankcollapse.bench import sinkhorn_table
+from rankcollapse.timing import sinkhorn_table
 
 
 def main() -> None:

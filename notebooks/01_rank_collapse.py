@@ -29,27 +29,25 @@ device = "auto"
 seed = 0
 
 # %% tags=["remove-input"]
-from rankcollapse.provenance import chapter_header
+from rankcollapse_book.chapter import chapter_header
 
 chapter = chapter_header(profile, device, seed)
-settings, torch_device = chapter.settings, chapter.device
+settings = chapter.settings
 
 # %%
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
-from myst_nb import glue
 
-from rankcollapse.collapse import layernorm_rank_check, log_summary, sweep
-from rankcollapse.figures import band_from_summary, use_style
-from rankcollapse.rank import composite_norm, relative_residual, residual
+from rankcollapse import plots
+from rankcollapse.experiments import rank_collapse as rc
+from rankcollapse.measures import composite_norm, relative_residual, residual, rounding_floor
 
-use_style()
+floor = rounding_floor(torch.float64)  # residuals at or below it are rounding, not collapse
 sizes = dict(n_samples=settings.n_samples, n_tokens=settings.n_tokens,
              d_model=settings.d_model, n_heads=settings.n_heads, depth=settings.depth,
-             n_iter=settings.n_iter, seed=seed, device=torch_device,
-             weight_draws=settings.weight_draws)
+             n_iter=settings.n_iter, seed=seed, device=chapter.device,
+             weight_draws=settings.weight_draws, dtype=torch.float64)
 
 # %% [markdown]
 # ## Measuring collapse: the residual
@@ -75,11 +73,9 @@ sizes = dict(n_samples=settings.n_samples, n_tokens=settings.n_tokens,
 # %%
 x = torch.tensor([[1.0, 2.0, 0.0], [1.1, 2.0, 0.1], [0.9, 2.1, 0.0], [1.0, 1.9, -0.1]],
                  dtype=torch.float64)
-example = pd.DataFrame({"token": range(4), "X": [row.tolist() for row in x],
-                        "res(X)": [np.round(row.tolist(), 3) for row in residual(x)]})
-glue("ch1_example_r", relative_residual(x).item(), display=False)
-glue("ch1_example_norm", composite_norm(x).item(), display=False)
-example
+chapter.glue({"ch1_example_r": relative_residual(x), "ch1_example_norm": composite_norm(x)})
+pd.DataFrame({"token": range(4), "X": [row.tolist() for row in x],
+              "res(X)": [np.round(row.tolist(), 3) for row in residual(x)]})
 
 # %% [markdown]
 # The tokens differ only in the first decimal, so the residual is small next to $X$:
@@ -93,25 +89,22 @@ example
 # X_l^\top / \sqrt{d_{qk}})\, X_l W_V W_O$. We draw Gaussian weights scaled so that the
 # first layer's attention logits have a chosen standard deviation (the *logit scale*;
 # {glue:text}`ch1_draws` independent weight draws per scale), feed {glue:text}`ch1_n_samples` random token matrices
-# with i.i.d. standard normal entries, and follow $r$ layer by layer. The computation runs in float64 so the residual can fall to
-# about $10^{-16}$ before rounding stops it.
+# with i.i.d. standard normal entries, and follow $r$ layer by layer. The computation runs in
+# float64 so the residual can fall to about $10^{-15}$ before rounding stops it; values at
+# that floor ({glue:text}`ch1_floor:.1e`) are left out of the averages.
 
 # %%
 scales = [0.1, 0.5, 1.0, 2.0]
-pure = sweep([dict(normalization="softmax", logit_std=s) for s in scales],
-             dtype=torch.float64, **sizes)
-pure_summary = log_summary(pure, ["logit_std", "layer"])
-glue("ch1_n_samples", settings.n_samples, display=False)
-glue("ch1_draws", settings.weight_draws, display=False)
+pure = rc.sweep([dict(normalization="softmax", logit_std=s) for s in scales], **sizes)
+pure_summary = rc.log_summary(pure, ["logit_std", "layer"], floor=floor)
 
-# %% mystnb={"figure": {"caption": "Relative residual $r(X_l)$ (composite norm, log scale) against depth in pure softmax self-attention with random weights, for four logit scales. Lines: geometric mean over random inputs and weight draws; bands: one standard deviation of $\\log_{10} r$. The dotted line is float64 rounding: once there, the tokens are equal to machine precision.", "name": "fig-pure-collapse"}}
-fig, ax = plt.subplots(figsize=(6, 3.8))
-for s, group in pure_summary.groupby("logit_std"):
-    band_from_summary(ax, group, label=f"logit scale {s:g}")
-ax.axhline(1e-16, color="grey", linestyle=":", linewidth=1)
-ax.set(xlabel="layer $l$ (0 = input)", ylabel="relative residual $r(X_l)$",
-       title="Pure softmax self-attention")
-ax.legend()
+# %% tags=["remove-cell"]
+chapter.glue({"ch1_n_samples": settings.n_samples, "ch1_draws": settings.weight_draws,
+              "ch1_floor": floor})
+
+# %% mystnb={"figure": {"caption": "Relative residual $r(X_l)$ (composite norm, log scale) against depth in pure softmax self-attention with random weights, for four logit scales. Lines: geometric mean over random inputs and weight draws; bands: one standard deviation of $\\log_{10} r$. The dotted line is the float64 rounding floor: values there are left out of the averages, and a layer where most values are at the floor is not drawn.", "name": "fig-pure-collapse"}}
+fig = plots.residual_bands(pure_summary, "logit_std", "logit scale {:g}", floor=floor,
+                           title="Pure softmax self-attention")
 chapter.show(fig, "fig-pure-collapse", pure_summary)
 
 # %% [markdown]
@@ -126,31 +119,20 @@ chapter.show(fig, "fig-pure-collapse", pure_summary)
 # slope of a factor 3 per layer.
 
 # %%
-floor = -15.0  # log10 r below this is rounding noise, not collapse
-digits = pure_summary.assign(lost=-pure_summary["mean"]).query("mean > @floor and layer > 0")
-growth = (digits.sort_values("layer").groupby("logit_std")["lost"]
-          .apply(lambda s: np.exp(np.mean(np.diff(np.log(s.values)))) if len(s) > 1 else np.nan))
-glue("ch1_growth_min", float(growth.min()), display=False)
-glue("ch1_growth_max", float(growth.max()), display=False)
+digits = rc.digits_lost(pure_summary, floor=floor)
+growth = rc.growth_factors(digits)
+chapter.glue({"ch1_growth_min": growth.min(), "ch1_growth_max": growth.max()})
 
 # %% mystnb={"figure": {"caption": "Digits lost, $-\\log_{10} r(X_l)$, on a log axis against depth, pure softmax self-attention (same runs as the previous figure, layers above the rounding floor). Straight lines mean doubly exponential collapse; grey dashed lines grow by a factor 3 per layer, the cubic law's rate.", "name": "fig-double-exp"}}
-fig, ax = plt.subplots(figsize=(6, 3.8))
-for s, group in digits.groupby("logit_std"):
-    ax.plot(group["layer"], group["lost"], marker="o", label=f"logit scale {s:g}")
-for start in (0.01, 0.1, 1.0):
-    layers = np.arange(1, 6)
-    ax.plot(layers, start * 3.0 ** (layers - 1), color="grey", linestyle="--", linewidth=0.8)
-ax.set(yscale="log", xlabel="layer $l$", ylabel="digits lost, $-\\log_{10} r(X_l)$",
-       ylim=(1e-3, 30), xticks=layers, title="Doubly exponential collapse")
-ax.legend()
-chapter.show(fig, "fig-double-exp", digits)
+chapter.show(plots.digits_lost_figure(digits), "fig-double-exp", digits)
 
 # %% [markdown]
 # On average each layer multiplies the number of lost digits by
 # {glue:text}`ch1_growth_min:.1f` to {glue:text}`ch1_growth_max:.1f` depending on the logit
-# scale ({numref}`fig-double-exp`), at least the factor 3 of the cubic law: the collapse is
-# doubly exponential, as Dong et al. proved and the paper restates. (The first layers lose
-# digits faster than cubically because the constant $c$ is small for random weights.)
+# scale ({numref}`fig-double-exp`); the cubic law's rate is 3, and a factor above 1 at every
+# layer is what doubly exponential collapse means (Dong et al. proved it for softmax, the
+# paper for Sinkhorn). A factor above 3 is possible because the law is a bound: with small
+# constants $c$, as for random weights, layers can lose digits faster than cubically.
 #
 # ## What stops the collapse
 #
@@ -163,61 +145,47 @@ chapter.show(fig, "fig-double-exp", digits)
 variants = {"pure attention": {}, "+ skip": dict(skip=True), "+ FFN": dict(ffn=True),
             "+ LayerNorm": dict(layernorm=True), "+ skip + FFN": dict(skip=True, ffn=True),
             "full block": dict(skip=True, ffn=True, layernorm=True)}
-parts = sweep([dict(normalization="softmax", logit_std=1.0, label=k, **v)
-               for k, v in variants.items()], dtype=torch.float64, **sizes)
-parts_summary = log_summary(parts, ["label", "layer"])
-last = parts_summary.query("layer == @settings.depth").set_index("label")["mean"]
-for key, name in [("pure", "pure attention"), ("skip", "+ skip"), ("ffn", "+ FFN"),
-                  ("ln", "+ LayerNorm"), ("full", "full block")]:
-    glue(f"ch1_last_{key}", float(10 ** last[name]), display=False)
-glue("ch1_depth", settings.depth, display=False)
+parts = rc.sweep([dict(normalization="softmax", logit_std=1.0, label=k, **v)
+                  for k, v in variants.items()], **sizes)
+parts_summary = rc.log_summary(parts, ["label", "layer"], floor=floor)
+last = rc.final_residuals(parts_summary, settings.depth)
 
-# %% mystnb={"figure": {"caption": "Relative residual against depth (log scale) with the parts of a Transformer block switched on one at a time; random weights, logit scale 1, softmax. Lines: geometric mean over inputs and weight draws; bands: one standard deviation of $\\log_{10} r$.", "name": "fig-block-parts"}}
-fig, ax = plt.subplots(figsize=(6, 3.8))
-for name in variants:
-    band_from_summary(ax, parts_summary.query("label == @name"), label=name)
-ax.axhline(1e-16, color="grey", linestyle=":", linewidth=1)
-ax.set(xlabel="layer $l$ (0 = input)", ylabel="relative residual $r(X_l)$",
-       title="Which parts stop the collapse")
-ax.legend(ncol=2)
+# %% tags=["remove-cell"]
+chapter.glue({"ch1_depth": settings.depth, "ch1_last_skip": last["+ skip"],
+              "ch1_last_full": last["full block"]})
+chapter.glue_text({"ch1_parts": rc.parts_sentence(last)})
+
+# %% mystnb={"figure": {"caption": "Relative residual against depth (log scale) with the parts of a Transformer block switched on one at a time; random weights, logit scale 1, softmax. Lines: geometric mean over inputs and weight draws; bands: one standard deviation of $\\log_{10} r$; dotted: the float64 rounding floor (layers mostly at the floor are not drawn).", "name": "fig-block-parts"}}
+fig = plots.residual_bands(parts_summary, "label", floor=floor,
+                           title="Which parts stop the collapse")
 chapter.show(fig, "fig-block-parts", parts_summary)
 
 # %% [markdown]
-# After {glue:text}`ch1_depth` layers ({numref}`fig-block-parts`): pure attention is at
-# rounding level ({glue:text}`ch1_last_pure:.1e`); the FFN alone does not stop the collapse
-# ({glue:text}`ch1_last_ffn:.1e`), nor does LayerNorm alone
-# ({glue:text}`ch1_last_ln:.1e`: it rescales each token, so it stops the residual only at
-# the level where rounding noise is rescaled). The skip connection is what keeps the tokens
-# apart ({glue:text}`ch1_last_skip:.2f`), and the full block keeps the most
-# ({glue:text}`ch1_last_full:.2f`). This matches Dong et al. and the paper's remark that
-# skip connections are crucial.
+# After {glue:text}`ch1_depth` layers ({numref}`fig-block-parts`), the configurations
+# {glue:md}`ch1_parts`. LayerNorm alone rescales each token, so it can hold the residual
+# only at the level where rounding noise is rescaled. Dong et al. and the paper report that
+# the skip connection is what prevents collapse; here skip connections alone end at
+# {glue:text}`ch1_last_skip:.2f` and the full block at {glue:text}`ch1_last_full:.2f`.
 #
 # ## Does LayerNorm preserve rank?
 #
-# One of the related works (see `seeds/002` in the project notes) states that LayerNorm is
-# "precisely affine-rank-neutral": it keeps the dimension of the affine hull of the token set.
+# One related work on rank collapse states that LayerNorm is "precisely affine-rank-neutral": it keeps the dimension of the affine hull of the token set.
 # LayerNorm first removes each token's own feature mean, then divides each token by its own
 # standard deviation. We test the claim on token sets built with a known affine rank $k$
 # (a common point plus $k$ random directions), {glue:text}`ch1_ln_draws` draws per $k$.
 
 # %%
-ln_check = layernorm_rank_check(n_tokens=settings.n_tokens, d_model=settings.d_model,
-                                ranks=[1, 2, 4, 8], draws=20, seed=seed)
-ln_table = ln_check.groupby("rank_in")[["affine_before", "affine_after", "linear_before",
-                                        "linear_after"]].agg(lambda s: f"{s.min()}–{s.max()}")
-glue("ch1_ln_draws", 20, display=False)
-glue("ch1_ln_affine_changed", int((ln_check.affine_after != ln_check.affine_before).sum()),
-     display=False)
-glue("ch1_ln_linear_changed", int((ln_check.linear_after != ln_check.linear_before).sum()),
-     display=False)
-glue("ch1_ln_total", len(ln_check), display=False)
-ln_table.rename_axis("affine rank k built in")
+ln_draws = 20
+ln_table, ln_counts = rc.layernorm_summary(rc.layernorm_rank_check(
+    n_tokens=settings.n_tokens, d_model=settings.d_model, ranks=[1, 2, 4, 8], draws=ln_draws,
+    seed=seed))
+chapter.glue({"ch1_ln_draws": ln_draws, **{f"ch1_ln_{k}": v for k, v in ln_counts.items()}})
+chapter.glue_text({"ch1_ln_verdict": rc.layernorm_sentence(ln_counts)})
+ln_table
 
 # %% [markdown]
-# The table gives the range over draws of each rank. **The claim, as we read it, does not
-# hold**: in {glue:text}`ch1_ln_affine_changed` of {glue:text}`ch1_ln_total` draws the affine
-# rank went *up* by one. Dividing each token by its own standard deviation projects the
-# tokens radially onto a sphere, which bends a flat $k$-dimensional set into a curved one
+# The table gives the range over draws of each rank. {glue:md}`ch1_ln_verdict` Dividing
+# each token by its own standard deviation projects the tokens radially onto a sphere, which bends a flat $k$-dimensional set into a curved one
 # whose affine hull has one more dimension. What LayerNorm preserves exactly is the *linear*
 # rank of the tokens after each token's feature mean is removed (its first step): unchanged
 # in all but {glue:text}`ch1_ln_linear_changed` draws, since rescaling rows never changes a
@@ -238,30 +206,18 @@ ln_table.rename_axis("affine rank k built in")
 pairs = [dict(normalization="softmax", logit_std=0.1, label="pure, logit scale 0.1"),
          dict(normalization="softmax", logit_std=4.0, skip=True,
               label="with skip, logit scale 4")]
-contrast = sweep(pairs, dtype=torch.float64, **sizes)
-entropy = contrast.dropna(subset=["entropy"]).groupby(["label", "layer"])["entropy"].agg(["mean", "std"])
-res_summary = log_summary(contrast, ["label", "layer"])
-glue("ch1_log_n", float(np.log(settings.n_tokens)), display=False)
-ends = entropy.reset_index().query("layer == @settings.depth").set_index("label")["mean"]
-glue("ch1_entropy_uniform", float(ends[pairs[0]["label"]]), display=False)
-glue("ch1_entropy_peaked", float(ends[pairs[1]["label"]]), display=False)
+contrast = rc.sweep(pairs, **sizes)
+entropy = rc.entropy_summary(contrast, ["label", "layer"])
+res_summary = rc.log_summary(contrast, ["label", "layer"], floor=floor)
+ends = entropy[entropy["layer"] == settings.depth].set_index("label")["mean"]
+chapter.glue({"ch1_log_n": np.log(settings.n_tokens), "ch1_entropy_uniform": ends[pairs[0]["label"]],
+              "ch1_entropy_peaked": ends[pairs[1]["label"]]})
 
 # %% mystnb={"figure": {"caption": "Two different collapses. Left: relative residual (log scale). Right: mean row entropy of the attention in nats (dotted: $\\log n$, uniform rows). Small logits without skip keep the entropy maximal while the rank collapses; large logits with a skip connection drive the entropy down while the rank survives. Bands: one standard deviation over inputs and weight draws.", "name": "fig-rank-vs-entropy"}}
-fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.6))
-for pair in pairs:
-    name = pair["label"]
-    line = band_from_summary(left, res_summary.query("label == @name"), label=name)
-    e = entropy.loc[name].reset_index()
-    right.plot(e["layer"], e["mean"], color=line.get_color(), label=name)
-    right.fill_between(e["layer"], e["mean"] - e["std"], e["mean"] + e["std"],
-                       color=line.get_color(), alpha=0.2, linewidth=0)
-right.axhline(np.log(settings.n_tokens), color="grey", linestyle=":")
-left.set(xlabel="layer $l$", ylabel="relative residual $r(X_l)$", title="Rank")
-right.set(xlabel="layer $l$", ylabel="row entropy of attention (nats)", title="Entropy")
-left.legend()
+fig = plots.rank_and_entropy(res_summary, entropy, np.log(settings.n_tokens))
 chapter.show(fig, "fig-rank-vs-entropy",
              pd.concat([res_summary.assign(quantity="log10 residual"),
-                        entropy.reset_index().assign(quantity="entropy (nats)")]))
+                        entropy.assign(quantity="entropy (nats)")]))
 
 # %% [markdown]
 # In {numref}`fig-rank-vs-entropy` the uniform-attention network keeps its row entropy at
@@ -270,12 +226,20 @@ chapter.show(fig, "fig-rank-vs-entropy",
 # at {glue:text}`ch1_entropy_peaked:.2f` nats while its residual stays near one. The two
 # measures answer different questions, and the rest of this book is about the first.
 #
-# ```{admonition} What this chapter reproduces and adds
+# ```{admonition} What this chapter finds
 # :class: tip
-# Reproduced: the doubly exponential collapse of pure softmax attention and the role of skip
-# connections (Dong et al. 2021, restated by the paper). Added by this book: the layer-by-layer
-# effect of each block part in one figure, a numerical check of the LayerNorm claim of a
-# related work (it fails for the affine rank, holds for the linear rank), and a direct
-# contrast of rank and entropy collapse. The weights are random, not trained: chapter 5
-# looks at trained models.
+# The paper's claim, decided on this run's numbers (the rule and its thresholds are stated
+# with each verdict):
+#
+# {glue:md}`ch1_claims`
+#
+# Beyond the paper: the layer-by-layer effect of each block part in one figure, a numerical
+# check of the LayerNorm statement of a related work (the affine rank changed in
+# {glue:text}`ch1_ln_affine_changed` of {glue:text}`ch1_ln_total` draws, the linear rank of
+# the centred tokens in {glue:text}`ch1_ln_linear_changed`), and a direct contrast of rank and
+# entropy collapse. The weights are random, not trained: chapter 5 looks at trained models.
 # ```
+
+# %% tags=["remove-cell"]
+chapter.glue_claims("ch1_claims", rc.claims(
+    rc.final_residuals(pure_summary, settings.depth, by="logit_std"), last["+ skip"], growth))

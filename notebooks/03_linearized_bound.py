@@ -36,23 +36,20 @@ device = "auto"
 seed = 0
 
 # %% tags=["remove-input"]
-from rankcollapse.provenance import chapter_header
+from rankcollapse_book.chapter import chapter_header
 
 chapter = chapter_header(profile, device, seed)
-settings, torch_device = chapter.settings, chapter.device
+settings = chapter.settings
 
 # %%
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
-from myst_nb import glue
 
-from rankcollapse.figures import NORMALIZATION_COLORS, use_style
-from rankcollapse.theory import (depth_table, linearization_errors, loglog_slope,
-                                 one_layer_table, random_head)
+from rankcollapse import plots
+from rankcollapse.experiments import linearized_bound as lb
+from rankcollapse.theory import random_head
 
-use_style()
 gen = torch.Generator().manual_seed(seed)
 n, d = settings.n_tokens, settings.d_model
 d_qk = d // settings.n_heads
@@ -77,21 +74,16 @@ d_qk = d // settings.n_heads
 # %%
 a = torch.randn(n, n, generator=gen, dtype=torch.float64)
 eps = np.logspace(-4, 0, 13)
-lin = linearization_errors(a, eps, n_iter=settings.n_iter)
-small = lin[lin["eps"] <= 1e-1]
-slopes = {k: loglog_slope(g["eps"], g["error"]) for k, g in small.groupby("normalization")}
-glue("ch3_slope_softmax", slopes["softmax"], display=False)
-glue("ch3_slope_sinkhorn", slopes["sinkhorn"], display=False)
+lin = lb.linearization_errors(a, eps, n_iter=settings.n_iter)
+slopes = lb.slopes(lin[lin["eps"] <= 1e-1], "eps", "error")
+chapter.glue({"ch3_slope_softmax": slopes["softmax"], "ch3_slope_sinkhorn": slopes["sinkhorn"]})
 
-# %% mystnb={"figure": {"caption": "Frobenius error of the first-order expansions against the real operators for logits $\\varepsilon A$ ($A$ a random standard normal $n\\times n$ matrix, float64, Sinkhorn with 50 iterations), log-log. The dashed line has slope 2.", "name": "fig-linearization"}}
-fig, ax = plt.subplots(figsize=(5.5, 3.6))
-for name, g in lin.groupby("normalization"):
-    ax.plot(g["eps"], g["error"], marker="o", color=NORMALIZATION_COLORS[name],
-            label=f"{name} (slope {slopes[name]:.2f} for ε ≤ 0.1)")
-ax.plot(eps, lin["error"].min() * (eps / eps[0]) ** 2, "k--", linewidth=0.8, label="slope 2")
-ax.set(xscale="log", yscale="log", xlabel="logit scale $\\varepsilon$",
-       ylabel="$\\|P(\\varepsilon A) - P_{\\mathrm{lin}}(\\varepsilon A)\\|_F$")
-ax.legend()
+# %% mystnb={"figure": {"caption": "Frobenius error of the first-order expansions against the real operators for logits $\\varepsilon A$ ($A$ a random standard normal $n\\times n$ matrix, float64, Sinkhorn with 50 iterations), softmax blue and Sinkhorn red, log-log. The dashed line has slope 2.", "name": "fig-linearization"}}
+guide = pd.DataFrame({"x": eps, "y": lin["error"].min() * (eps / eps[0]) ** 2,
+                      "label": "slope 2", "style": "--"})
+fig = plots.loglog_points(lin, "eps", "error", guide=guide, xlabel="logit scale $\\varepsilon$",
+                          ylabel="$\\|P(\\varepsilon A) - P_{\\mathrm{lin}}(\\varepsilon A)\\|_F$",
+                          labels={k: f"{k} (slope {v:.2f} for ε ≤ 0.1)" for k, v in slopes.items()})
 chapter.show(fig, "fig-linearization", lin)
 
 # %% [markdown]
@@ -115,34 +107,28 @@ chapter.show(fig, "fig-linearization", lin)
 # $X = \mathbf 1 m^\top + s Z$: a common token $m$ plus a residual of size $s$.
 
 # %%
-head = random_head(d, d_qk, qk_std=1.0, generator=gen)
+head = random_head(d, d_qk, logit_std=1.0, generator=gen)
 x0 = torch.randn(1, d, generator=gen, dtype=torch.float64).expand(n, d)
 z = torch.randn(n, d, generator=gen, dtype=torch.float64)
 z = z - z.mean(0)
-layer = one_layer_table(x0, z, np.logspace(-3, 0.5, 15), head, n_iter=settings.n_iter)
-regime = layer[layer["scale"] <= 1e-2]
-cubic = {k: loglog_slope(g["input_residual"], g["output_residual"])
-         for k, g in regime.groupby("normalization")}
-smallest = layer[layer["scale"] == layer["scale"].min()].set_index("normalization")
-measured_c = smallest["output_residual"] / smallest["input_residual"] ** 3
-glue("ch3_cubic_softmax", cubic["softmax"], display=False)
-glue("ch3_cubic_sinkhorn", cubic["sinkhorn"], display=False)
-glue("ch3_c_pred", head.constant(n), display=False)
-glue("ch3_c_meas_sinkhorn", float(measured_c["sinkhorn"]), display=False)
-glue("ch3_c_meas_softmax", float(measured_c["softmax"]), display=False)
-glue("ch3_looseness", float(head.constant(n) / measured_c["sinkhorn"]), display=False)
+layer = lb.one_layer_table(x0, z, np.logspace(-3, 0.5, 15), head, n_iter=settings.n_iter)
+cubic = lb.slopes(layer[layer["scale"] <= 1e-2], "input_residual", "output_residual")
+measured = lb.measured_constants(layer)
 
-# %% mystnb={"figure": {"caption": "One pure attention layer: spectral norm of the output residual against that of the input residual (inputs $\\mathbf 1 m^\\top + sZ$, one random head, float64), log-log. Dots: measured (softmax, Sinkhorn); grey: the first-order formula $R W_{QK} R^\\top R W_V/(n\\sqrt{d_{qk}})$; dashed: the bound $c\\|R\\|_2^3$.", "name": "fig-cubic"}}
-fig, ax = plt.subplots(figsize=(5.5, 3.8))
-for name, g in layer.groupby("normalization"):
-    ax.plot(g["input_residual"], g["output_residual"], "o", color=NORMALIZATION_COLORS[name],
-            label=name, markersize=5 if name == "softmax" else 3)
+# %% tags=["remove-cell"]
+chapter.glue({"ch3_cubic_softmax": cubic["softmax"], "ch3_cubic_sinkhorn": cubic["sinkhorn"],
+              "ch3_c_pred": head.constant(n), "ch3_c_meas_sinkhorn": measured["sinkhorn"],
+              "ch3_c_meas_softmax": measured["softmax"],
+              "ch3_looseness": head.constant(n) / measured["sinkhorn"]})
+
+# %% mystnb={"figure": {"caption": "One pure attention layer: spectral norm of the output residual against that of the input residual (inputs $\\mathbf 1 m^\\top + sZ$, one random head, float64), log-log. Dots: measured (softmax blue, Sinkhorn red); grey: the first-order formula $R W_{QK} R^\\top R W_V/(n\\sqrt{d_{qk}})$; dashed: the bound $c\\|R\\|_2^3$.", "name": "fig-cubic"}}
 ref = layer[layer["normalization"] == "sinkhorn"]
-ax.plot(ref["input_residual"], ref["predicted"], color="grey", label="first-order formula")
-ax.plot(ref["input_residual"], ref["bound"], "k--", linewidth=0.8, label="bound $c\\|R\\|^3$")
-ax.set(xscale="log", yscale="log", xlabel="input residual $\\|R\\|_2$",
-       ylabel="output residual $\\|\\mathrm{res}(PXW_V)\\|_2$")
-ax.legend()
+guide = pd.concat([pd.DataFrame({"x": ref["input_residual"], "y": ref[col], "label": label,
+                                 "style": style}) for col, label, style in
+                   [("predicted", "first-order formula", "-"), ("bound", "bound $c\\|R\\|^3$", "--")]])
+fig = plots.loglog_points(layer, "input_residual", "output_residual", {}, guide=guide,
+                          xlabel="input residual $\\|R\\|_2$",
+                          ylabel="output residual $\\|\\mathrm{res}(PXW_V)\\|_2$")
 chapter.show(fig, "fig-cubic", layer)
 
 # %% [markdown]
@@ -166,28 +152,14 @@ chapter.show(fig, "fig-cubic", layer)
 
 # %%
 depth = 6
-heads = [random_head(d, d_qk, qk_std=1.0, generator=gen) for _ in range(depth)]
-stacks = pd.concat([depth_table(x0 + s * z, heads, n_iter=settings.n_iter).assign(start=s)
-                    for s in (0.01, 0.03, 0.1)])
-glue("ch3_depth", depth, display=False)
-held = stacks.query("layer > 0 and log10_residual > -13")
-glue("ch3_bound_holds", bool((held["log10_residual"] <= held["log10_bound"] + 1e-9).all()),
-     display=False)
-glue("ch3_bound_checked", len(held), display=False)
+heads = [random_head(d, d_qk, logit_std=1.0, generator=gen) for _ in range(depth)]
+stacks = lb.stack_table(x0, z, (0.01, 0.03, 0.1), heads, n_iter=settings.n_iter)
+bound_holds, bound_checked = lb.bound_check(stacks)
+chapter.glue({"ch3_depth": depth, "ch3_bound_holds": bound_holds,
+              "ch3_bound_checked": bound_checked})
 
-# %% mystnb={"figure": {"caption": "Pure attention stack of random heads: measured spectral norm of the residual (solid: softmax; dotted: Sinkhorn) and the first-order $L$-layer bound (dashed), log scale, for three starting residual sizes $s$. The measured curves stop at float64 rounding (about $10^{-14}$ here, relative to the token norm); the bound keeps falling as $3^L$.", "name": "fig-depth-bound"}}
-fig, ax = plt.subplots(figsize=(6, 3.8))
-colors = dict(zip(sorted(stacks["start"].unique()), ["#2ca02c", "#ff7f0e", "#9467bd"]))
-for (s, name), g in stacks.groupby(["start", "normalization"]):
-    style = "-" if name == "softmax" else ":"
-    ax.plot(g["layer"], 10 ** g["log10_residual"], style, marker="o", markersize=3,
-            color=colors[s], label=f"s = {s:g}" if name == "softmax" else None)
-    if name == "softmax":
-        ax.plot(g["layer"], 10 ** g["log10_bound"], "--", color=colors[s], linewidth=0.8)
-ax.set(yscale="log", ylim=(1e-40, 10), xlabel="layer $l$",
-       ylabel="$\\|\\mathrm{res}(X_l)\\|_2$")
-ax.legend(title="start (solid softmax, dotted Sinkhorn, dashed bound)", fontsize="x-small")
-chapter.show(fig, "fig-depth-bound", stacks)
+# %% mystnb={"figure": {"caption": "Pure attention stack of random heads: measured spectral norm of the residual (solid: softmax; dotted: Sinkhorn) and the first-order $L$-layer bound (dashed), log scale, for three starting residual sizes $s$ (colours). The measured curves stop at float64 rounding (about $10^{-14}$ here, relative to the token norm); the bound keeps falling as $3^L$.", "name": "fig-depth-bound"}}
+chapter.show(plots.depth_bound_figure(stacks), "fig-depth-bound", stacks)
 
 # %% [markdown]
 # The bound holds at every layer above rounding level (checked on
@@ -199,56 +171,29 @@ chapter.show(fig, "fig-depth-bound", stacks)
 # ## Where the small-logit regime ends
 #
 # The expansion assumes small logits. To see where it stops being accurate, we vary both
-# the input residual and the scale of $W_Q, W_K$, and plot the ratio of the measured output
+# the input residual and the logit scale (the standard deviation of the logits for
+# unit-variance tokens, as everywhere in this book: 0.09, 1 and 9), and plot the ratio of the measured output
 # residual to the first-order formula against the spectral norm of the centred logits
 # $\|C A C\|_2$ (row and column constants do not matter, as shown above).
 
 # %%
-rows = []
-for qk_std in (0.3, 1.0, 3.0):
-    h = random_head(d, d_qk, qk_std=qk_std, generator=gen)
-    rows.append(one_layer_table(x0, z, np.logspace(-2, 0.7, 12), h, n_iter=settings.n_iter)
-                .assign(qk_std=qk_std))
-sweep = pd.concat(rows)
-sweep["ratio"] = sweep["output_residual"] / sweep["predicted"]
-sweep["looseness"] = sweep["bound"] / sweep["output_residual"]
+sweep = lb.regime_sweep(x0, z, (0.09, 1.0, 9.0), np.logspace(-2, 0.7, 12), d, d_qk, gen,
+                        n_iter=settings.n_iter)
+edges = lb.regime_edge(sweep, tolerance=0.1)
+chapter.glue({"ch3_edge_softmax": edges["softmax"], "ch3_edge_sinkhorn": edges["sinkhorn"],
+              "ch3_loose_min": sweep["looseness"].min(), "ch3_loose_max": sweep["looseness"].max()})
 
-
-def regime_edge(g: pd.DataFrame, tolerance: float = 0.1) -> float:
-    """Smallest centred-logit norm at which the formula is off by more than `tolerance`."""
-    off = g[(g["ratio"] - 1).abs() > tolerance]
-    return float(off["logit_norm"].min()) if len(off) else float("nan")
-
-
-edges = {k: regime_edge(g) for k, g in sweep.groupby("normalization")}
-glue("ch3_edge_softmax", edges["softmax"], display=False)
-glue("ch3_edge_sinkhorn", edges["sinkhorn"], display=False)
-glue("ch3_loose_min", float(sweep["looseness"].min()), display=False)
-glue("ch3_loose_max", float(sweep["looseness"].max()), display=False)
-
-# %% mystnb={"figure": {"caption": "Left: measured output residual divided by the first-order formula against the spectral norm of the centred logits, for three scales of $W_Q, W_K$ (markers) and many input residual sizes; 1 means the formula is exact. Right: how loose the norm bound $c\\|R\\|^3$ is (bound / measured). Log axes.", "name": "fig-regime"}}
-fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), sharex=True)
-markers = {0.3: "o", 1.0: "s", 3.0: "^"}
-for (name, qk), g in sweep.groupby(["normalization", "qk_std"]):
-    kw = dict(color=NORMALIZATION_COLORS[name], marker=markers[qk], linestyle="none",
-              markersize=4, label=f"{name}, $W_{{QK}}$ scale {qk:g}")
-    left.plot(g["logit_norm"], g["ratio"], **kw)
-    right.plot(g["logit_norm"], g["looseness"], **kw)
-left.axhline(1, color="grey", linewidth=0.8)
-left.set(xscale="log", yscale="log", xlabel="$\\|CAC\\|_2$ (centred logits)",
-         ylabel="measured / first-order formula", title="Accuracy of the expansion")
-right.set(xscale="log", yscale="log", xlabel="$\\|CAC\\|_2$ (centred logits)",
-          ylabel="bound / measured", title="Looseness of the bound")
-left.legend(fontsize="x-small")
-chapter.show(fig, "fig-regime", sweep)
+# %% mystnb={"figure": {"caption": "Left: measured output residual divided by the first-order formula against the spectral norm of the centred logits, for three logit scales (markers) and many input residual sizes, softmax blue and Sinkhorn red; 1 means the formula is exact. Right: how loose the norm bound $c\\|R\\|^3$ is (bound / measured). Log axes.", "name": "fig-regime"}}
+chapter.show(plots.regime_figure(sweep), "fig-regime", sweep)
 
 # %% [markdown]
 # In this run the first-order formula stays within 10% of the measured residual up to a
 # centred-logit norm of {glue:text}`ch3_edge_softmax:.2g` for softmax and
 # {glue:text}`ch3_edge_sinkhorn:.2g` for Sinkhorn ({numref}`fig-regime`, left). (A spectral
-# norm of $n 	imes n$ logits counts about $n$ times the size of a typical entry.) Softmax
-# leaves the regime earlier: its expansion also contains a column-constant term from the
-# common token $m$, which Sinkhorn cancels and which the centred norm does not count. For
+# norm of $n \times n$ logits counts about $n$ times the size of a typical entry.) Where
+# softmax leaves the regime earlier, the reason is a term Sinkhorn does not have: softmax's
+# expansion also contains a column-constant term from the common token $m$, which Sinkhorn
+# cancels and which the centred norm does not count. For
 # large logits both fall far below the formula: attention sharpens, mixes less, and the
 # cubic law no longer describes the layer. Over the whole sweep the bound overestimates the
 # measured residual by a factor between {glue:text}`ch3_loose_min:.1f` and
@@ -262,18 +207,11 @@ chapter.show(fig, "fig-regime", sweep)
 # shrinks:
 
 # %%
-pivot = layer.pivot(index="scale", columns="normalization", values="output_residual")
-gap = (pivot["softmax"] - pivot["sinkhorn"]).abs() / pivot["sinkhorn"]
-small_scales = gap.index[gap.index <= 1e-2]
-glue("ch3_gap_slope", loglog_slope(small_scales, gap.loc[small_scales]), display=False)
-glue("ch3_gap_smallest", float(gap.iloc[0]), display=False)
+gap = lb.first_order_gap(layer)
+chapter.glue({"ch3_gap_slope": lb.gap_slope(gap), "ch3_gap_smallest": gap.iloc[0]})
 
 # %% mystnb={"figure": {"caption": "Relative difference between the softmax and Sinkhorn output residual norms of one layer against the input residual size $s$ (same head and inputs as the cubic-law figure), log-log: it vanishes as $s \\to 0$, so the two normalizations agree at first order.", "name": "fig-first-order-equal"}}
-fig, ax = plt.subplots(figsize=(5.5, 3.4))
-ax.plot(gap.index, gap.values, "o-", color="purple")
-ax.set(xscale="log", yscale="log", xlabel="input residual size $s$",
-       ylabel="|softmax − Sinkhorn| / Sinkhorn")
-chapter.show(fig, "fig-first-order-equal", gap.rename("relative_gap").reset_index())
+chapter.show(plots.gap_figure(gap), "fig-first-order-equal", gap.reset_index())
 
 # %% [markdown]
 # The relative gap falls like $s$ to the power {glue:text}`ch3_gap_slope:.2f`
@@ -285,11 +223,16 @@ chapter.show(fig, "fig-first-order-equal", gap.rename("relative_gap").reset_inde
 # or from how attention matrices at different layers relate to each other. Chapter 4 tests the
 # second possibility.
 #
-# ```{admonition} What this chapter reproduces and adds
+# ```{admonition} What this chapter finds
 # :class: tip
-# Reproduced: the cubic one-layer law and the $3^L$ exponent under Sinkhorn normalization,
-# valid for small logits. Added: an explicit first-order derivation for both normalizations
-# (this book's), numerical checks of each step (slopes 2 and 3), the measured looseness of
-# the norm bound, where the small-logit regime ends, and the first-order equality of softmax
-# and Sinkhorn.
+# The paper's theorem, decided on this run's numbers:
+#
+# {glue:md}`ch3_claims`
+#
+# Beyond the paper: an explicit first-order derivation for both normalizations (this
+# book's), numerical checks of each step, the measured looseness of the norm bound, where the
+# small-logit regime ends, and the first-order equality of softmax and Sinkhorn.
 # ```
+
+# %% tags=["remove-cell"]
+chapter.glue_claims("ch3_claims", lb.claims(cubic, bound_holds, sweep))

@@ -36,8 +36,14 @@ def install(monkeypatch, root: Path, key: str, payload: bytes) -> Path:
     path = root / key
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(payload)
-    monkeypatch.setitem(data.CHECKSUMS, key, hashlib.sha256(payload).hexdigest())
+    set_digest(monkeypatch, key, hashlib.sha256(payload).hexdigest())
     return path
+
+
+def set_digest(monkeypatch, key: str, digest: str) -> None:
+    """Make `digest` the expected sha256 of the file `key` ("<dataset>/<file>")."""
+    dataset, file = key.split("/", 1)
+    monkeypatch.setitem(data.DATASETS[dataset].files, file, digest)
 
 
 # ----------------------------------------------------------------------------- fixtures
@@ -188,17 +194,18 @@ def test_download_goes_through_fetch_and_is_verified(tmp_path, monkeypatch):
     images, _ = digits(4, seed=3)
     payload = idx_gz(images, data.IDX_IMAGES)
     key = "mnist/t10k-images-idx3-ubyte.gz"
-    monkeypatch.setitem(data.CHECKSUMS, key, hashlib.sha256(payload).hexdigest())
+    set_digest(monkeypatch, key, hashlib.sha256(payload).hexdigest())
     calls = []
 
     def fetch(url, dest):
         calls.append(url)
         dest.write_bytes(payload)
     monkeypatch.setattr(data, "_fetch", fetch)
-    path = data._ensure_file(key, tmp_path)
-    assert calls == [data.URLS[key]] and path == tmp_path / key
+    path = data._ensure_file("mnist", "t10k-images-idx3-ubyte.gz", tmp_path)
+    assert calls == [data.DATASETS["mnist"].urls["t10k-images-idx3-ubyte.gz"]]
+    assert path == tmp_path / key
     assert path.read_bytes() == payload and not list(path.parent.glob("*.part"))
-    data._ensure_file(key, tmp_path)  # present and valid: no second download
+    data._ensure_file("mnist", "t10k-images-idx3-ubyte.gz", tmp_path)  # valid: no download
     assert len(calls) == 1
 
 
@@ -207,7 +214,7 @@ def test_checksum_mismatch_names_file_and_digests_and_sets_file_aside(tmp_path, 
     key = "mnist/train-labels-idx1-ubyte.gz"
     path = tmp_path / key
     actual = hashlib.sha256(path.read_bytes()).hexdigest()
-    monkeypatch.setitem(data.CHECKSUMS, key, "0" * 64)
+    set_digest(monkeypatch, key, "0" * 64)
     with pytest.raises(ChecksumError) as err:
         data.load("mnist", "train", tmp_path)
     assert str(path) in str(err.value) and "0" * 64 in str(err.value) and actual in str(err.value)
@@ -225,7 +232,7 @@ def test_missing_file_with_network_down_explains_profiles_and_manual_path(tmp_pa
     message = str(err.value)
     path = tmp_path / "ag_news" / "train.csv"
     for part in ("`full` profile", "`ci` profile", "'wordnet4'", str(path),
-                 data.URLS["ag_news/train.csv"], "name resolution"):
+                 data.DATASETS["ag_news"].urls["train.csv"], "name resolution"):
         assert part in message
     assert not path.exists() and not path.with_name("train.csv.part").exists()
 
@@ -297,9 +304,15 @@ def test_data_root_prefers_argument_then_environment(tmp_path, monkeypatch):
 
 
 def test_every_real_dataset_has_a_stand_in_and_every_file_a_checksum():
-    assert set(data.DATASETS) == set(data.STAND_INS) | set(data.STAND_INS.values())
-    assert set(data.URLS) <= set(data.CHECKSUMS)
-    assert all(len(digest) == 64 for digest in data.CHECKSUMS.values())
+    records = data.DATASETS.values()
+    real = {r.name: r.stand_in for r in records if r.urls}
+    assert set(real) == {"ag_news", "mnist", "cats_dogs"}
+    assert all(data.DATASETS[s].stands_in_for == name for name, s in real.items())
+    assert {r.name for r in records} == set(real) | set(real.values())
+    for r in records:
+        assert set(r.urls) <= set(r.files) and r.kind in ("text", "image") and r.classes
+        assert all(len(digest) == 64 for digest in r.files.values())
+        assert r.source and r.license and r.obtain and r.description
 
 
 # ----------------------------------------------------------------------------- tokenizer
@@ -362,13 +375,14 @@ def test_wordnet4_stand_in_and_its_tokenizer():
 
 
 def test_stand_in_files_are_verified_and_documented(tmp_path, monkeypatch):
-    for name, filename in data.STANDIN_FILES.items():
-        folder = data.STANDIN_DIR / name
-        digest = data.CHECKSUMS[f"{name}/{filename}"]
-        assert digest in (folder / "PROVENANCE.md").read_text()
-        assert (folder / "LICENSE").stat().st_size > 500
-    shutil.copytree(data.STANDIN_DIR / "mnist10k", tmp_path / "mnist10k")
-    monkeypatch.setattr(data, "STANDIN_DIR", tmp_path)
+    for record in data.DATASETS.values():
+        if record.stands_in_for:
+            folder = data.standin_dir() / record.name
+            (digest,) = record.files.values()
+            assert digest in (folder / "PROVENANCE.md").read_text()
+            assert (folder / "LICENSE").stat().st_size > 500
+    shutil.copytree(data.standin_dir() / "mnist10k", tmp_path / "mnist10k")
+    monkeypatch.setattr(data, "standin_dir", lambda: tmp_path)
     with open(tmp_path / "mnist10k" / "mnist10k.npz", "r+b") as f:
         f.seek(1000)
         f.write(b"\xff" * 8)

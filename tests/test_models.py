@@ -1,9 +1,11 @@
+import math
+
 import pytest
 import torch
 
-from rankcollapse.attention import marginal_errors
-from rankcollapse.collapse import random_stack
-from rankcollapse.models import Encoder, EncoderConfig, Switches, init_random_
+from rankcollapse.models import (Encoder, EncoderConfig, SelfAttention, Switches, init_random_,
+                                 random_stack)
+from rankcollapse.normalizations import marginal_errors
 
 
 def small(normalization="softmax", **switches):
@@ -82,3 +84,44 @@ def test_random_stack_is_reproducible():
     a = random_stack(8, 2, 2, "softmax", 1.0, Switches(), seed=3)
     b = random_stack(8, 2, 2, "softmax", 1.0, Switches(), seed=3)
     torch.testing.assert_close(a(x).x, b(x).x)
+
+
+# ----------------------------------------------------------------------------- attention
+
+
+@pytest.mark.parametrize("normalization", ["softmax", "sinkhorn"])
+def test_self_attention_shapes_and_info(normalization):
+    torch.manual_seed(0)
+    layer = SelfAttention(16, 4, normalization, n_iter=10)
+    x = torch.randn(3, 7, 16)
+    y, info = layer(x, return_info=True)
+    assert y.shape == x.shape
+    assert info.attention.shape == info.logits.shape == (3, 4, 7, 7)
+    torch.testing.assert_close(info.attention.sum(-1), torch.ones(3, 4, 7))
+    torch.testing.assert_close(layer(x), y)
+    assert not any(isinstance(v, torch.Tensor) for v in vars(layer).values())
+
+
+def test_self_attention_logits_are_scaled_dot_products():
+    torch.manual_seed(1)
+    layer = SelfAttention(8, 2)
+    x = torch.randn(1, 5, 8)
+    _, info = layer(x, return_info=True)
+    q, k, _ = layer.qkv(x).split(8, dim=-1)
+    q0, k0 = q[0, :, :4], k[0, :, :4]
+    torch.testing.assert_close(info.logits[0, 0], q0 @ k0.T / math.sqrt(4))
+
+
+def test_self_attention_mask_reaches_the_normalization():
+    torch.manual_seed(2)
+    layer = SelfAttention(8, 2, "sinkhorn", n_iter=10)
+    mask = torch.tensor([[True, True, True, False]])
+    _, info = layer(torch.randn(1, 4, 8), mask=mask, return_info=True)
+    assert (info.attention[..., 3, :] == 0).all() and (info.attention[..., :, 3] == 0).all()
+
+
+def test_self_attention_rejects_bad_configuration():
+    with pytest.raises(ValueError, match="divisible"):
+        SelfAttention(10, 3)
+    with pytest.raises(ValueError, match="unknown normalization"):
+        SelfAttention(8, 2, "relu")

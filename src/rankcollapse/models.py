@@ -1,6 +1,6 @@
-"""Transformer encoder blocks with switchable skip connections, FFN and LayerNorm.
+"""Multi-head self-attention and Transformer encoders with switchable skip, FFN and LayerNorm.
 
-A block is pre-LayerNorm (LN inside each branch, as in ViT and GPT-2): deep stacks of it
+`SelfAttention` normalizes its logits by softmax or Sinkhorn (`normalizations`). A block is pre-LayerNorm (LN inside each branch, as in ViT and GPT-2): deep stacks of it
 train stably without warm-up tricks, and switching the skip connections off at inference
 leaves each block as `SA(LN(x))` then `FFN(LN(.))`, so a reader sees exactly which parts
 remain. The switches live in `Switches` and are read at every forward pass, so a trained model
@@ -15,7 +15,54 @@ from dataclasses import dataclass, field, replace
 import torch
 from torch import nn
 
-from .attention import SelfAttention
+from .normalizations import NORMALIZATIONS, normalize
+
+
+# ----------------------------------------------------------------------------- attention
+
+
+@dataclass
+class AttentionInfo:
+    """Intermediates of one attention call: `logits` and `attention`, `(batch, heads, n, n)`."""
+
+    logits: torch.Tensor
+    attention: torch.Tensor
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention with softmax or Sinkhorn normalization.
+
+    x `(batch, n, d_model)` -> `(batch, n, d_model)`. Logits are `Q K^T / sqrt(d_head)`.
+    With `return_info=True` the call also returns an `AttentionInfo`; otherwise nothing is kept.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, normalization: str = "softmax",
+                 n_iter: int = 50, bias: bool = False, check_finite: bool = False):
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        if normalization not in NORMALIZATIONS:
+            raise ValueError(f"unknown normalization {normalization!r}; "
+                             f"valid: {', '.join(NORMALIZATIONS)}")
+        self.n_heads, self.d_head = n_heads, d_model // n_heads
+        self.normalization, self.n_iter, self.check_finite = normalization, n_iter, check_finite
+        self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.out = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
+                return_info: bool = False):
+        b, n, d = x.shape
+        q, k, v = self.qkv(x).view(b, n, 3, self.n_heads, self.d_head).permute(2, 0, 3, 1, 4)
+        logits = q @ k.transpose(-1, -2) / math.sqrt(self.d_head)
+        head_mask = None if mask is None else mask[:, None, :]
+        attn = normalize(logits, self.normalization, self.n_iter, head_mask, self.check_finite)
+        y = self.out((attn @ v).transpose(1, 2).reshape(b, n, d))
+        if return_info:
+            return y, AttentionInfo(logits=logits, attention=attn)
+        return y
+
+
+# ----------------------------------------------------------------------------- blocks
 
 
 @dataclass
@@ -114,6 +161,17 @@ def init_random_(encoder: Encoder, logit_std: float, generator: torch.Generator)
                 if lin.bias is not None:
                     lin.bias.zero_()
     return encoder
+
+
+def random_stack(d_model: int, n_heads: int, depth: int, normalization: str,
+                 logit_std: float, switches: Switches, seed: int, n_iter: int = 50,
+                 device: torch.device | str = "cpu") -> Encoder:
+    """An `Encoder` with Gaussian weights (see `init_random_`) and the given switches, in
+    eval mode: the random-weight networks of chapters 1-4."""
+    cfg = EncoderConfig(d_model=d_model, n_heads=n_heads, depth=depth, d_ff=2 * d_model,
+                        normalization=normalization, n_iter=n_iter, switches=switches)
+    encoder = init_random_(Encoder(cfg), logit_std, torch.Generator().manual_seed(seed))
+    return encoder.to(device).eval()
 
 
 # ----------------------------------------------------------------------------- classifiers

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-import torch
-
 
 @dataclass(frozen=True)
 class Task:
@@ -42,7 +40,9 @@ class Profile:
     n_iter: int  # full Sinkhorn iterations (one row + one column normalization each)
     n_samples: int  # random inputs per configuration
     weight_draws: int  # independent random weights per configuration (chapters 1, 2)
-    n_paths: int  # sampled attention paths per depth
+    n_paths: int  # sampled attention paths per depth (trained models, chapter 5)
+    n_pools: int  # independent pools of random matrices or random networks (chapter 4)
+    paths_per_pool: int  # sampled paths per depth in each pool (chapter 4)
     tasks: dict[str, Task] = field(default_factory=dict)  # chapter 5: role -> task
     train_seeds: tuple[int, ...] = (0,)  # one model per seed and normalization
     n_eval: int = 256  # test inputs analysed per model in chapter 5
@@ -72,13 +72,13 @@ _FULL_TASKS = {
 
 PROFILES: dict[str, Profile] = {
     "ci": Profile("ci", n_tokens=32, d_model=32, n_heads=2, depth=12, n_iter=50,
-                  n_samples=32, weight_draws=4, n_paths=100, tasks=_CI_TASKS, train_seeds=(0,), n_eval=128),
+                  n_samples=32, weight_draws=4, n_paths=100, n_pools=12,
+                  paths_per_pool=25, tasks=_CI_TASKS, train_seeds=(0,), n_eval=128),
     "full": Profile("full", n_tokens=128, d_model=128, n_heads=4, depth=24, n_iter=50,
-                    n_samples=128, weight_draws=4, n_paths=100, tasks=_FULL_TASKS, train_seeds=(0, 1, 2),
+                    n_samples=128, weight_draws=4, n_paths=100, n_pools=16,
+                    paths_per_pool=100, tasks=_FULL_TASKS, train_seeds=(0, 1, 2),
                     n_eval=512),
 }
-
-DEVICES = ("auto", "cpu", "cuda")
 
 
 def get_profile(name: str) -> Profile:
@@ -86,15 +86,3 @@ def get_profile(name: str) -> Profile:
     if name not in PROFILES:
         raise ValueError(f"unknown profile {name!r}; valid profiles: {', '.join(PROFILES)}")
     return PROFILES[name]
-
-
-def resolve_device(device: str) -> torch.device:
-    """'auto' -> CUDA when present, else CPU. Unknown names raise with the valid list."""
-    if device not in DEVICES:
-        raise ValueError(f"unknown device {device!r}; valid devices: {', '.join(DEVICES)}")
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device 'cuda' requested but torch.cuda.is_available() is False; "
-                         "install a CUDA build of torch (see README) or use --device cpu")
-    return torch.device(device)

@@ -15,12 +15,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-import pandas as pd
 import torch
 
-from .attention import normalize
-from .rank import residual
+from .measures import residual
+from .normalizations import normalize
 
 
 def _centering(n: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -73,7 +71,7 @@ def depth_bound_log(log_r0: float | torch.Tensor, constants: list[float]) -> tor
     return torch.stack(logs)
 
 
-# ----------------------------------------------------------------------------- experiments
+# ----------------------------------------------------------------------------- heads
 
 
 @dataclass(frozen=True)
@@ -97,11 +95,13 @@ class HeadWeights:
         return cubic_constant(self.w_qk, self.w_v, n, self.d_qk)
 
 
-def random_head(d: int, d_qk: int, qk_std: float, generator: torch.Generator) -> HeadWeights:
-    """Gaussian head: W_q, W_k entries N(0, qk_std^2 / d), W_v entries N(0, 1 / d)."""
+def random_head(d: int, d_qk: int, logit_std: float, generator: torch.Generator) -> HeadWeights:
+    """Gaussian head whose logits have standard deviation `logit_std` for unit-variance
+    tokens (the book's one *logit scale*, as in `models.init_random_`): W_q, W_k entries
+    N(0, logit_std / d), so q.k / sqrt(d_qk) has variance logit_std^2; W_v entries N(0, 1/d)."""
     g = lambda *s: torch.randn(*s, generator=generator, dtype=torch.float64)  # noqa: E731
-    return HeadWeights(g(d, d_qk) * qk_std / math.sqrt(d), g(d, d_qk) * qk_std / math.sqrt(d),
-                       g(d, d) / math.sqrt(d))
+    qk = math.sqrt(logit_std / d)
+    return HeadWeights(g(d, d_qk) * qk, g(d, d_qk) * qk, g(d, d) / math.sqrt(d))
 
 
 def head_logits(x: torch.Tensor, head: HeadWeights) -> torch.Tensor:
@@ -113,60 +113,3 @@ def attention_layer(x: torch.Tensor, head: HeadWeights, normalization: str,
                     n_iter: int = 50) -> torch.Tensor:
     """One pure attention layer (no skip, FFN or LayerNorm): P X W_v, P = normalize(logits)."""
     return normalize(head_logits(x, head), normalization, n_iter) @ x @ head.w_v
-
-
-def one_layer_table(x0: torch.Tensor, direction: torch.Tensor, scales, head: HeadWeights,
-                    normalizations=("softmax", "sinkhorn"), n_iter: int = 50) -> pd.DataFrame:
-    """Inputs X = x0 + s * direction for each scale s; per normalization, the spectral norms
-    of the input residual, the true output residual, the first-order prediction and the
-    bound c ||res(X)||^3, and the spectral norm of the centred logits C A C (the part of the
-    logits that no constant added to a row or a column can remove)."""
-    spec = lambda m: float(torch.linalg.matrix_norm(m, ord=2))  # noqa: E731
-    n = x0.shape[-2]
-    rows = []
-    for s in scales:
-        x = x0 + s * direction
-        r_in = spec(residual(x))
-        predicted = spec(one_layer_residual(x, head.w_qk, head.w_v, head.d_qk))
-        for name in normalizations:
-            rows.append({"scale": s, "normalization": name, "input_residual": r_in,
-                         "output_residual": spec(residual(attention_layer(x, head, name, n_iter))),
-                         "predicted": predicted, "bound": head.constant(n) * r_in**3,
-                         "logit_norm": spec(residual(residual(head_logits(x, head)).mT).mT)})
-    return pd.DataFrame(rows)
-
-
-def depth_table(x: torch.Tensor, heads: list[HeadWeights],
-                normalizations=("softmax", "sinkhorn"), n_iter: int = 50) -> pd.DataFrame:
-    """Pure attention stack, one head per layer: measured log10 ||res(X_l)||_2 per layer and
-    the first-order L-layer bound log10 of prod c_l^(3^(L-l)) ||res(X_0)||^(3^L)."""
-    spec = lambda m: float(torch.linalg.matrix_norm(m, ord=2))  # noqa: E731
-    n = x.shape[-2]
-    r0 = spec(residual(x))
-    bound = depth_bound_log(math.log(r0), [h.constant(n) for h in heads]) / math.log(10)
-    rows = []
-    for name in normalizations:
-        h = x
-        for layer in range(len(heads) + 1):
-            if layer:
-                h = attention_layer(h, heads[layer - 1], name, n_iter)
-            rows.append({"normalization": name, "layer": layer,
-                         "log10_residual": math.log10(max(spec(residual(h)), 1e-300)),
-                         "log10_bound": float(bound[layer])})
-    return pd.DataFrame(rows)
-
-
-def linearization_errors(a: torch.Tensor, eps_values, n_iter: int = 50) -> pd.DataFrame:
-    """Frobenius error of each first-order expansion against the real operator at logits
-    eps * a, for each eps: columns eps, normalization, error."""
-    exact = {"softmax": lambda m: normalize(m, "softmax"),
-             "sinkhorn": lambda m: normalize(m, "sinkhorn", n_iter)}
-    linear = {"softmax": linearized_softmax, "sinkhorn": linearized_sinkhorn}
-    return pd.DataFrame([{"eps": e, "normalization": k,
-                          "error": float((exact[k](e * a) - linear[k](e * a)).norm())}
-                         for e in eps_values for k in exact])
-
-
-def loglog_slope(x, y) -> float:
-    """Least-squares slope of log y against log x."""
-    return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(y, float)), 1)[0])

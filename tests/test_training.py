@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from rankcollapse.models import EncoderConfig, ModelConfig
-from rankcollapse.train import TrainConfig, epoch_order, learning_rate, train
+from rankcollapse.training import TrainConfig, epoch_order, learning_rate, train
 
 
 @dataclass
@@ -83,9 +83,9 @@ def test_interrupted_run_resumes_to_the_same_weights(tmp_path):
 KILL_SCRIPT = """
 import sys, time
 sys.path.insert(0, {tests!r})
-from test_train import config, toy
-from rankcollapse.train import train
-import rankcollapse.train as t
+from test_training import config, toy
+from rankcollapse.training import train
+import rankcollapse.training as t
 step = t._step
 def slow_step(*a, **k):
     time.sleep(0.05)  # so that the kill lands mid-run
@@ -101,7 +101,7 @@ def test_killed_process_resumes_to_the_same_weights(tmp_path):
     cache = tmp_path / "run"
     script = KILL_SCRIPT.format(tests=str(Path(__file__).parent), cache=str(cache))
     proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
-    checkpoint = cache / config(epochs=6).key() / "checkpoint.pt"
+    checkpoint = cache / config(epochs=6).key(data) / "checkpoint.pt"
     deadline = time.time() + 60
     while not checkpoint.exists() and time.time() < deadline and proc.poll() is None:
         time.sleep(0.05)
@@ -121,7 +121,7 @@ def test_cached_model_is_evaluated_again_on_another_test_set(tmp_path):
     other = toy(16, 5)
     again = train(config(), data, other, tmp_path, "cpu", quiet=True)
     assert again.from_cache
-    from rankcollapse.train import evaluate
+    from rankcollapse.training import evaluate
     assert again.test_accuracy == evaluate(again.model, other, torch.device("cpu"))
     assert train(config(), data, toy(64, 1), tmp_path, "cpu", quiet=True).test_accuracy \
         == first.test_accuracy
@@ -129,7 +129,7 @@ def test_cached_model_is_evaluated_again_on_another_test_set(tmp_path):
 
 def test_unreadable_checkpoint_is_set_aside(tmp_path):
     data, test = toy(96, 0), toy(32, 1)
-    run = tmp_path / config().key()
+    run = tmp_path / config().key(data)
     run.mkdir(parents=True)
     (run / "checkpoint.pt").write_bytes(b"")  # what a crash mid-write could leave
     result = train(config(), data, test, tmp_path, "cpu", quiet=True)

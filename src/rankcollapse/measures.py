@@ -1,14 +1,17 @@
-"""Rank-collapse measures: norms, residuals, and products of attention matrices along paths.
+"""Rank-collapse measures: norms, residuals, entropy, and products of attention along paths.
 
 Token representations are `(..., n, d)`: tokens on rows. The residual removes what all tokens
 share; its size relative to the matrix says how far the tokens are from all being equal
-(Dong, Cordonnier and Loukas 2021).
+(Dong, Cordonnier and Loukas 2021). The row entropy measures a different failure, entropy
+collapse (peaked attention rows).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+import pandas as pd
 import torch
 
 NORMS = ("composite", "fro", "spectral")
@@ -53,6 +56,13 @@ def residual(x: torch.Tensor, kind: str = "mean", mask: torch.Tensor | None = No
         return (x - x.sum(-2, keepdim=True) / weight.sum(-2, keepdim=True)) * weight
     u, s, vh = torch.linalg.svd(x, full_matrices=False)  # zero rows stay zero
     return x - s[..., :1, None] * u[..., :, :1] @ vh[..., :1, :]
+
+
+def rounding_floor(dtype: torch.dtype, factor: float = 10.0) -> float:
+    """The relative residual below which a value is rounding noise, not collapse: `factor`
+    times the machine epsilon of `dtype` (float64: 2.2e-15, float32: 1.2e-6). Averages of
+    log residuals leave out values at or below it, and say so."""
+    return factor * torch.finfo(dtype).eps
 
 
 def relative_residual(x: torch.Tensor, norm: str = "composite", kind: str = "mean",
@@ -119,3 +129,19 @@ def affine_rank(x: torch.Tensor, rtol: float = 1e-9) -> torch.Tensor:
     s = torch.linalg.svdvals(residual(x, "mean"))
     scale = torch.linalg.svdvals(x)[..., :1]
     return (s > rtol * scale).sum(-1)
+
+
+def row_entropy(attn: torch.Tensor) -> torch.Tensor:
+    """Mean over rows of -sum_j p_ij log p_ij (nats), per matrix: `(..., n, n)` -> `(...)`.
+    Between 0 (every row one-hot) and log n (uniform rows)."""
+    p = attn.clamp_min(0)
+    return -(p * torch.log(p.clamp_min(1e-30))).sum(-1).mean(-1)
+
+
+def layer_table(values, value: str = "residual") -> pd.DataFrame:
+    """A `(layers, samples)` array as a long table: one row per (layer, sample)."""
+    values = np.asarray(values)
+    layers, samples = np.meshgrid(np.arange(values.shape[0]), np.arange(values.shape[1]),
+                                  indexing="ij")
+    return pd.DataFrame({"layer": layers.ravel(), "sample": samples.ravel(),
+                         value: values.ravel()})

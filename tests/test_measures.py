@@ -4,7 +4,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rankcollapse.rank import (composite_norm, matrix_norm, path_products, relative_residual,
+from rankcollapse.measures import (composite_norm, matrix_norm, path_products, relative_residual,
                                residual, sample_paths)
 
 matrices = st.tuples(st.integers(1, 3), st.integers(1, 7), st.integers(1, 6), st.integers(0, 999))

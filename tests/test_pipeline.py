@@ -1,4 +1,4 @@
-"""The book pipeline (rankcollapse.book) on small fixture chapters in a temporary project.
+"""The book pipeline (rankcollapse_book.pipeline) on small fixture chapters in a temporary project.
 
 These tests start real Jupyter kernels (about 2 s each), so there are only a few of them.
 """
@@ -11,8 +11,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from rankcollapse.book import Project, build, cache_key, finalize, main, run
-from rankcollapse.provenance import TIME_PLACEHOLDER
+from rankcollapse_book.chapter import TIME_PLACEHOLDER
+from rankcollapse_book.pipeline import Project, build, cache_key, finalize, main, run
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PARAMETERS = {"profile": "ci", "device": "cpu", "seed": 7}
@@ -87,6 +87,24 @@ def test_cache_key_covers_parameters_and_library(tmp_path):
     library = tmp_path / "src" / "rankcollapse"
     library.mkdir(parents=True)
     (library / "extra.py").write_text("x = 1\n")
+    with_science = cache_key(project, "01_pass", PARAMETERS)
+    assert with_science != key
+
+
+def test_cache_key_ignores_the_tooling_outside_the_chapter_kernel(tmp_path):
+    """Editing the site check or the pipeline re-executes nothing; editing the chapter
+    header (which runs inside every chapter) or what it imports does."""
+    project = make_project(tmp_path, **{"01_pass": "passing"})
+    tooling = tmp_path / "src" / "rankcollapse_book"
+    tooling.mkdir(parents=True)
+    (tooling / "chapter.py").write_text("from rankcollapse_book.export import save\n")
+    (tooling / "export.py").write_text("save = 1\n")
+    (tooling / "sitecheck.py").write_text("check = 1\n")
+    key = cache_key(project, "01_pass", PARAMETERS)
+    (tooling / "sitecheck.py").write_text("check = 2\n")
+    (tooling / "pipeline.py").write_text("run = 2\n")
+    assert cache_key(project, "01_pass", PARAMETERS) == key
+    (tooling / "export.py").write_text("save = 2\n")
     assert cache_key(project, "01_pass", PARAMETERS) != key
 
 
@@ -96,7 +114,7 @@ def test_build_refuses_when_a_chapter_was_not_executed(tmp_path, capsys):
     (tmp_path / "intro.md").write_text("# Intro\n")
     assert build(Project(tmp_path)) == 1
     err = capsys.readouterr().err
-    assert "book/chapters/01_pass" in err and "rankcollapse.book run" in err
+    assert "book/chapters/01_pass" in err and "rankcollapse_book run" in err
     # A notebook left behind by a failed run (no cache record) is refused too.
     (tmp_path / "book" / "chapters").mkdir(parents=True)
     nbformat.write(nbformat.v4.new_notebook(), tmp_path / "book" / "chapters" / "01_pass.ipynb")
@@ -120,7 +138,7 @@ def test_finalize_fills_the_time_and_hides_parameter_cells(tmp_path):
 
 
 def test_missing_figure_exports_defeat_the_cache(tmp_path):
-    from rankcollapse.book import missing_exports
+    from rankcollapse_book.pipeline import missing_exports
 
     project = Project(tmp_path)
     project.chapters.mkdir(parents=True)

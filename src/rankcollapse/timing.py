@@ -1,6 +1,6 @@
 """Measuring the normalizations: interleaved timings and bytes saved for backward.
 
-Used by `benchmarks/sinkhorn.py` (the table in the book's appendix) and by chapter 2.
+Used by `benchmarks/sinkhorn.py`, by the book's appendix and by chapter 2.
 Times are ratios against a reference run in the same process, in interleaved pairs, so that
 a noisy machine or the allocator's mood moves both sides together.
 """
@@ -15,18 +15,9 @@ import pandas as pd
 import torch
 
 from . import __version__
-from .attention import sinkhorn, softmax
+from .normalizations import sinkhorn, sinkhorn_reference, softmax
 
 REFERENCE = "log-domain loop (reference)"
-
-
-def log_domain_sinkhorn(logits: torch.Tensor, n_iter: int) -> torch.Tensor:
-    """The plain reference: alternate logsumexp over rows and columns, `n_iter` full times."""
-    x = logits
-    for _ in range(n_iter):
-        x = x - torch.logsumexp(x, dim=-1, keepdim=True)
-        x = x - torch.logsumexp(x, dim=-2, keepdim=True)
-    return x.exp()
 
 
 def _sync(device: torch.device) -> None:
@@ -78,7 +69,7 @@ def time_vs_n(ns: list[int], batch: int, n_iter: int, repeats: int,
     for n in ns:
         x = torch.randn(batch, n, n, device=device)
         fns = {"softmax": lambda: softmax(x), "sinkhorn": lambda: sinkhorn(x, n_iter),
-               "log-domain reference": lambda: log_domain_sinkhorn(x, n_iter)}
+               "log-domain reference": lambda: sinkhorn_reference(x, n_iter)}
         with torch.no_grad():
             times = interleaved_times(fns, repeats, device, warmup=1)
         rows += [{"n": n, "implementation": k, "seconds": statistics.median(v)}
@@ -93,13 +84,13 @@ def sinkhorn_table(device: torch.device, shape: tuple[int, ...], repeats: int,
     reference (median of interleaved ratios), max abs error against the reference, and the
     bytes autograd saves for backward."""
     x = torch.randn(*shape, device=device) * scale
-    impls = {REFERENCE: lambda t: log_domain_sinkhorn(t, n_iter),
+    impls = {REFERENCE: lambda t: sinkhorn_reference(t, n_iter),
              "rankcollapse.sinkhorn": lambda t: sinkhorn(t, n_iter),
              "rankcollapse.softmax": softmax}
     with torch.no_grad():
         times = interleaved_times({k: (lambda f=f: f(x)) for k, f in impls.items()},
                                   repeats, device)
-        reference = log_domain_sinkhorn(x, n_iter)
+        reference = sinkhorn_reference(x, n_iter)
         errors = {k: float((f(x) - reference).abs().max()) for k, f in impls.items()}
     return pd.DataFrame([{
         "implementation": name, "shape": "x".join(map(str, shape)), "dtype": "float32",

@@ -24,14 +24,12 @@ from typing import TYPE_CHECKING
 import torch
 from tqdm import tqdm
 
+from .files import PACKAGE_ROOT, atomic_write, atomic_write_text, digest_files, module_sources
 from .models import Classifier, ModelConfig, build_model
-from .profiles import resolve_device
+from .devices import resolve_device
 
 if TYPE_CHECKING:  # training needs only .x, .y, .mask of a dataset
     from .data import Dataset
-
-
-_WEIGHT_SOURCES = ("attention.py", "models.py", "train.py", "data.py")
 
 
 @dataclass
@@ -48,14 +46,27 @@ class TrainConfig:
     bf16: bool = False  # autocast on CUDA; Sinkhorn itself always runs in float32
     extra: dict = field(default_factory=dict)  # data options that change the run (max_len...)
 
-    def key(self) -> str:
-        """Hash of what determines the trained weights (16 hex digits): this config and the
-        sources of the modules that compute the model and its training. The device and the
-        torch version are not part of it: weights trained on a GPU are reused on a CPU."""
+    def key(self, train_data: Dataset) -> str:
+        """Hash of what determines the trained weights (16 hex digits): this config, the
+        training tensors, and the source of every module this one imports (found from the
+        import statements, see `files.module_sources`). The device and the torch version are
+        not part of it: weights trained on a GPU are reused on a CPU."""
         digest = hashlib.sha256(json.dumps(asdict(self), sort_keys=True, default=str).encode())
-        for module in _WEIGHT_SOURCES:
-            digest.update((Path(__file__).parent / module).read_bytes())
+        digest.update(data_digest(train_data).encode())
+        digest.update(digest_files(module_sources(__name__), PACKAGE_ROOT).encode())
         return digest.hexdigest()[:16]
+
+
+def data_digest(data: Dataset) -> str:
+    """sha256 of a dataset's tensors (inputs, labels, mask): a change in how the data are
+    read or tokenized changes it; a change in an error message does not."""
+    digest = hashlib.sha256()
+    for tensor in (data.x, data.y, data.mask):
+        if tensor is not None:
+            t = tensor.detach().cpu().contiguous()
+            digest.update(f"{t.dtype}{tuple(t.shape)}".encode())
+            digest.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
 
 
 @dataclass
@@ -89,11 +100,8 @@ def epoch_order(n: int, seed: int, epoch: int) -> torch.Tensor:
 
 
 def _atomic_save(obj, path: Path) -> None:
-    """torch.save to a temporary file, then rename: a kill never leaves a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
+    """torch.save, atomically (see `files.atomic_write`)."""
+    atomic_write(path, lambda tmp: torch.save(obj, tmp))
 
 
 def _batch(data: Dataset, index: torch.Tensor, device: torch.device):
@@ -122,13 +130,13 @@ def train(cfg: TrainConfig, train_data: Dataset, test_data: Dataset,
           quiet: bool = False, stop_after: int | None = None) -> TrainResult:
     """Train (or load from the cache) the model of `cfg` on `train_data`.
 
-    The run lives in `cache_dir/<cfg.key()>/`: `checkpoint.pt` (every `checkpoint_every`
+    The run lives in `cache_dir/<cfg.key(train_data)>/`: `checkpoint.pt` (every `checkpoint_every`
     steps, atomic), then `model.pt` and `result.json` when finished. A finished run is loaded,
     an unfinished one resumes from its checkpoint. `quiet` prints one line per epoch instead
     of progress bars (for papermill logs). `stop_after` stops after that many steps in this
     call (for tests of resume), returning a result with `steps` < the total.
     """
-    run = Path(cache_dir) / cfg.key()
+    run = Path(cache_dir) / cfg.key(train_data)
     dev = resolve_device(device)
     if (run / "result.json").is_file():
         return _load_finished(run, cfg, dev, test_data)
@@ -217,9 +225,7 @@ def _finish(run: Path, cfg: TrainConfig, model: Classifier, state: dict, test_da
     result = {"test_accuracy": accuracy, "train_seconds": state["seconds"],
               "steps": state["step"], "losses": state["losses"], "config": asdict(cfg),
               **_test_identity(test_data)}
-    tmp = run / "result.json.tmp"
-    tmp.write_text(json.dumps(result, indent=1, default=str))
-    os.replace(tmp, run / "result.json")
+    atomic_write_text(run / "result.json", json.dumps(result, indent=1, default=str))
     (run / "checkpoint.pt").unlink(missing_ok=True)
     return TrainResult(model.eval(), cfg, accuracy, state["seconds"], state["step"],
                        state["losses"], False)

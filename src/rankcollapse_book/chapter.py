@@ -1,7 +1,8 @@
-"""Provenance box at the top of every chapter: which settings and code produced it.
+"""What every chapter calls first: the provenance box (which settings and code produced it)
+and a `Chapter` whose methods show and export figures and glue numbers and sentences.
 
 The execution time is only known once the whole chapter has run, so the header shows
-`TIME_PLACEHOLDER` and the pipeline (`rankcollapse.book`) replaces it in the executed notebook
+`TIME_PLACEHOLDER` and the pipeline (`rankcollapse_book.pipeline`) replaces it in the executed notebook
 with the measured wall time (`fill_execution_time`). A chapter run by hand keeps the placeholder,
 which says so honestly.
 """
@@ -18,11 +19,15 @@ import matplotlib.pyplot as plt
 import nbformat
 import pandas as pd
 import torch
-from IPython.display import HTML, display
+from IPython.display import HTML, Markdown, display
+from myst_nb import glue
 
 from rankcollapse import __version__
-from rankcollapse.figures import save_figure
-from rankcollapse.profiles import Profile, get_profile, resolve_device
+from rankcollapse.devices import resolve_device
+from rankcollapse.plots import use_style
+from rankcollapse.profiles import Profile, get_profile
+from rankcollapse.stats import Claim, claims_markdown
+from rankcollapse_book.export import save_figure
 
 FIGURE_DIR = Path("book") / "chapters" / "figures"  # exports, copied to _build/html/figures
 
@@ -83,6 +88,20 @@ class Chapter:
         save_figure(fig, name, data, self.root / FIGURE_DIR, facts)
         plt.show()
 
+    def glue(self, values: dict[str, object]) -> None:
+        """Glue each value under its name (numbers for `{glue:text}`, no display)."""
+        for name, value in values.items():
+            glue(name, value.item() if hasattr(value, "item") else value, display=False)
+
+    def glue_text(self, values: dict[str, str]) -> None:
+        """Glue each sentence under its name as Markdown (for `{glue:md}`)."""
+        for name, text in values.items():
+            glue(name, Markdown(text), display=False)
+
+    def glue_claims(self, name: str, claims: list[Claim]) -> None:
+        """Glue a chapter's claim verdicts as a Markdown list (for a `{glue:md}` box)."""
+        glue(name, Markdown(claims_markdown(claims)), display=False)
+
 
 def chapter_header(profile: str, device: str, seed: int) -> Chapter:
     """Display the provenance box; return the chapter's `Chapter` (profile, device, ...)."""
@@ -92,6 +111,7 @@ def chapter_header(profile: str, device: str, seed: int) -> Chapter:
                    for k, v in facts.items())
     display(HTML('<div class="admonition note"><p class="admonition-title">'
                  f"How this chapter was computed</p><ul>{rows}</ul></div>"))
+    use_style()
     return Chapter(settings, torch_device, facts, find_root(Path.cwd()) or Path.cwd())
 
 

@@ -15,12 +15,15 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .data import Dataset, load
-from .models import Classifier, EncoderConfig, EncoderOutput, ModelConfig, Switches
-from .profiles import Task
-from .randmat import path_residuals
-from .rank import relative_residual
-from .train import TrainConfig, TrainResult, train
+from ..data import Dataset, load
+from ..masks import pair_mask
+from ..measures import layer_table, relative_residual, rounding_floor
+from ..models import Classifier, EncoderConfig, EncoderOutput, ModelConfig, Switches
+from ..normalizations import NORMALIZATIONS
+from ..profiles import Task
+from ..stats import Claim, claim_verdict, compare_table, describe
+from ..training import TrainConfig, TrainResult, train
+from .random_matrix_control import path_residuals
 
 # LayerNorm stays on in every variant: the paper switches off only FFN and skips.
 VARIANTS = {"full model": Switches(),
@@ -60,7 +63,7 @@ def train_models(task: Task, train_data: Dataset, test_data: Dataset, seeds, dev
     """One model per (normalization, seed), trained or loaded from the cache."""
     return {(name, seed): train(train_config(task, train_data, name, seed, n_iter),
                                 train_data, test_data, cache_dir, device, quiet=True)
-            for name in ("softmax", "sinkhorn") for seed in seeds}
+            for name in NORMALIZATIONS for seed in seeds}
 
 
 @contextmanager
@@ -97,12 +100,7 @@ def record(model: Classifier, data: Dataset, n: int, switches: Switches, device,
 def layer_residuals(out: EncoderOutput, mask: torch.Tensor | None) -> pd.DataFrame:
     """Relative residual (composite norm, token-mean residual, real tokens only) of every
     hidden state: one row per (layer, sample); layer 0 = the embeddings."""
-    hidden = out.hidden.double()
-    res = relative_residual(hidden, "composite", "mean", mask).numpy()  # (L + 1, B)
-    layers, samples = np.meshgrid(np.arange(res.shape[0]), np.arange(res.shape[1]),
-                                  indexing="ij")
-    return pd.DataFrame({"layer": layers.ravel(), "sample": samples.ravel(),
-                         "residual": res.ravel()})
+    return layer_table(relative_residual(out.hidden.double(), "composite", "mean", mask).numpy())
 
 
 def attention_paths(out: EncoderOutput, mask: torch.Tensor | None, n_paths: int,
@@ -111,19 +109,9 @@ def attention_paths(out: EncoderOutput, mask: torch.Tensor | None, n_paths: int,
     tokens' rows and columns are zeroed for both normalizations so they compare alike."""
     attn = out.attention.double()
     if mask is not None:
-        pair = (mask[:, :, None] & mask[:, None, :])[None, :, None]
-        attn = attn * pair
+        attn = attn * pair_mask(mask)[None, :, None]
     depths = depths or range(1, attn.shape[0] + 1)
     return path_residuals(attn, depths, n_paths, torch.Generator().manual_seed(seed))
-
-
-def sinkhorn_over_softmax(table: pd.DataFrame, by: list[str], value: str = "residual"
-                          ) -> pd.DataFrame:
-    """Per group: mean log10 of `value` for each normalization and their difference
-    (log10 Sinkhorn / softmax; positive = Sinkhorn keeps more rank)."""
-    logs = table.assign(log10=np.log10(table[value].clip(lower=1e-300)))
-    means = logs.groupby(by + ["normalization"])["log10"].mean().unstack("normalization")
-    return means.assign(log10_ratio=means["sinkhorn"] - means["softmax"]).reset_index()
 
 
 def accuracy_table(results: dict[str, dict[tuple[str, int], TrainResult]]) -> pd.DataFrame:
@@ -137,22 +125,87 @@ def accuracy_table(results: dict[str, dict[tuple[str, int], TrainResult]]) -> pd
                      seeds=("seed", "count"), train_minutes=("train_minutes", "mean"))
 
 
-def claims(residuals: pd.DataFrame) -> pd.DataFrame:
-    """The paper's claims on the layer-by-layer residuals, per task and variant: at how many
-    layers (1..L) the Sinkhorn mean log10 residual is above softmax's, the mean log10 ratio
-    over layers, and the layer where the gap in Sinkhorn's favour is largest."""
-    gaps = sinkhorn_over_softmax(residuals[residuals["layer"] > 0], ["task", "variant", "layer"])
+def chance_sentence(results: dict[str, dict[tuple[str, int], TrainResult]],
+                    titles: dict[str, str], margin: float = 0.1) -> str:
+    """Whether every model beats chance (1 / classes) by more than `margin` in accuracy: the
+    attention analysed is then that of working classifiers."""
+    failing = [f"{titles[role]}, {name}, seed {seed} ({r.test_accuracy:.3f}; chance "
+               f"{1 / r.config.model.n_classes:.3f})"
+               for role, by_model in results.items() for (name, seed), r in by_model.items()
+               if r.test_accuracy < 1 / r.config.model.n_classes + margin]
+    if not failing:
+        return (f"Every model beats chance by more than {margin:g} in accuracy, so the "
+                f"attention analysed below is that of working classifiers.")
+    return ("Not every model learned: " + "; ".join(failing) + " is within "
+            f"{margin:g} of chance, and its attention is that of a classifier that barely works.")
+
+
+def layer_comparisons(residuals: pd.DataFrame) -> pd.DataFrame:
+    """Sinkhorn / softmax residual per task, inference variant and layer (1..L), compared
+    over the test inputs (`stats.compare_table`, unit "sample"): the same input is fed to
+    both models, so each input is one paired, independent unit."""
+    return compare_table(residuals[residuals["layer"] > 0], unit="sample",
+                         by=["task", "variant", "layer"], floor=rounding_floor(torch.float32))
+
+
+def claims_table(comparisons: pd.DataFrame) -> pd.DataFrame:
+    """Per task and variant, from `layer_comparisons`: at how many layers each verdict holds,
+    the mean log10 ratio over layers, and the layer where the ratio is largest."""
     rows = []
-    order = list(dict.fromkeys(zip(residuals["task"], residuals["variant"])))
-    for task, variant in order:
-        g = gaps[(gaps["task"] == task) & (gaps["variant"] == variant)]
-        best = g.loc[g["log10_ratio"].idxmax()]
+    for (task, variant), g in comparisons.groupby(["task", "variant"], sort=False):
+        log_ratio = np.log10(g["ratio"])
+        best = g.loc[log_ratio.idxmax()]
+        counts = g["verdict"].value_counts()
         rows.append({"task": task, "variant": variant,
-                     "layers_sinkhorn_higher": f"{int((g['log10_ratio'] > 0).sum())}/{len(g)}",
-                     "mean_log10_ratio": g["log10_ratio"].mean(),
-                     "largest_gap_layer": int(best["layer"]),
-                     "largest_gap_log10": best["log10_ratio"]})
+                     **{f"layers_{v}": int(counts.get(v, 0)) for v in ("more", "less", "parity")},
+                     "layers": len(g), "mean_log10_ratio": float(log_ratio.mean()),
+                     "largest_ratio_layer": int(best["layer"]),
+                     "largest_log10_ratio": float(np.log10(best["ratio"]))})
     return pd.DataFrame(rows)
+
+
+def layer_sentences(comparisons: pd.DataFrame) -> dict[tuple[str, str], str]:
+    """Per (task, variant), `stats.describe` of the layer comparisons."""
+    return {key: describe(g, "layer", "layer")
+            for key, g in comparisons.groupby(["task", "variant"], sort=False)}
+
+
+def skip_effect(table: pd.DataFrame, with_skip=("full model", "without FFN")) -> pd.DataFrame:
+    """Per task, the mean log10 ratio (from `claims_table`) averaged over the variants with
+    skip connections and over those without: positive = Sinkhorn keeps more."""
+    skip = table["variant"].isin(with_skip)
+    return pd.DataFrame({"with_skip": table[skip].groupby("task", sort=False)["mean_log10_ratio"].mean(),
+                         "without_skip": table[~skip].groupby("task", sort=False)["mean_log10_ratio"].mean()})
+
+
+def path_comparisons(paths: pd.DataFrame) -> pd.DataFrame:
+    """Sinkhorn / softmax rank-1 residual of attention path products per setting and depth,
+    compared over test inputs: each path comes from one input, the same paths are sampled
+    in both models, and an input's paths are summarised by their median."""
+    return compare_table(paths, unit="sample", by=["setting", "depth"])
+
+
+def path_sentences(comparisons: pd.DataFrame) -> dict[str, str]:
+    """Per setting, `stats.describe` of `path_comparisons` over depths."""
+    return {s: describe(g, "depth") for s, g in comparisons.groupby("setting", sort=False)}
+
+
+def claims(layers: pd.DataFrame, paths: pd.DataFrame, titles: dict[str, str]) -> list[Claim]:
+    """C4a (the hidden-state residual of the complete trained models is higher under
+    Sinkhorn, at every layer of every task) and C4e (the same for attention path products),
+    from `layer_comparisons` and `path_comparisons` (path settings "<title>, full model")."""
+    full = layers[layers["variant"] == "full model"]
+    path_full = paths[paths["setting"].str.endswith(", full model")]
+    return [
+        Claim("C4a", "trained models: the hidden-state residual stays higher under Sinkhorn",
+              claim_verdict("more", full["verdict"].tolist()),
+              " ".join(f"{titles[t]}: {describe(g, 'layer', 'layer')}"
+                       for t, g in full.groupby("task", sort=False))),
+        Claim("C4e", "trained models: the same for products of attention matrices along paths",
+              claim_verdict("more", path_full["verdict"].tolist()),
+              " ".join(f"{s.removesuffix(', full model')}: {describe(g, 'depth')}"
+                       for s, g in path_full.groupby("setting", sort=False))),
+    ]
 
 
 def analyse(models: dict[str, dict[str, Classifier]], tests: dict[str, Dataset], n_eval: int,

@@ -1,6 +1,6 @@
 """Check the built book as a reader's browser sees it.
 
-    python -m rankcollapse.sitecheck _build/html [--screenshots _build/screenshots]
+    python -m rankcollapse_book.sitecheck _build/html [--screenshots _build/screenshots]
 
 Every HTML page is loaded in headless Chromium (after its scripts, MathJax included, have run:
 `--dump-dom` with a virtual-time budget). In the rendered page: every internal link and image

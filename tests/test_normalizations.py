@@ -1,15 +1,13 @@
-import math
-
 import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rankcollapse.bench import saved_bytes
-from rankcollapse.attention import (SelfAttention, marginal_errors, normalize, sinkhorn,
-                                    softmax)
+from rankcollapse.normalizations import (marginal_errors, normalize, sinkhorn,
+                                         sinkhorn_reference, softmax)
+from rankcollapse.timing import saved_bytes
 
-from references import per_matrix, sinkhorn_batched_reference, sinkhorn_loop
+from references import per_matrix, sinkhorn_loop
 
 
 shapes = st.tuples(st.integers(1, 3), st.integers(1, 9))  # (batch, n)
@@ -47,7 +45,7 @@ def test_batched_equals_plain_loop_float64(shape, scale, seed, half_steps):
 @pytest.mark.parametrize("std", [0.5, 2.0, 3.0])
 def test_float32_matches_float64_reference(std):
     a = logits(16, 128, std, 2)
-    p64 = sinkhorn_batched_reference(a, 50)
+    p64 = sinkhorn_reference(a, 50)
     p32 = sinkhorn(a.float(), n_iter=50)
     assert (p32.double() - p64).abs().max() < 1e-5
     for e32, e64 in zip(marginal_errors(p32.double()), marginal_errors(p64)):
@@ -205,7 +203,7 @@ def test_gradients_match_unrolled_autograd():
     w = torch.randn(3, 16, 16, dtype=torch.float64)
     x1, x2 = a.clone().requires_grad_(True), a.clone().requires_grad_(True)
     (sinkhorn(x1, 50) * w).sum().backward()
-    (sinkhorn_batched_reference(x2, 50) * w).sum().backward()
+    (sinkhorn_reference(x2, 50) * w).sum().backward()
     rel = (x1.grad - x2.grad).norm() / x2.grad.norm()
     assert rel < 1e-4
 
@@ -214,44 +212,3 @@ def test_backward_memory_at_most_twice_softmax():
     x = torch.randn(8, 64, 64, requires_grad=True)
     ratio = saved_bytes(lambda t: sinkhorn(t, 50), x) / saved_bytes(softmax, x)
     assert ratio <= 2.0
-
-
-# ----------------------------------------------------------------------------- module
-
-
-@pytest.mark.parametrize("normalization", ["softmax", "sinkhorn"])
-def test_self_attention_shapes_and_info(normalization):
-    torch.manual_seed(0)
-    layer = SelfAttention(16, 4, normalization, n_iter=10)
-    x = torch.randn(3, 7, 16)
-    y, info = layer(x, return_info=True)
-    assert y.shape == x.shape
-    assert info.attention.shape == info.logits.shape == (3, 4, 7, 7)
-    torch.testing.assert_close(info.attention.sum(-1), torch.ones(3, 4, 7))
-    torch.testing.assert_close(layer(x), y)
-    assert not any(isinstance(v, torch.Tensor) for v in vars(layer).values())
-
-
-def test_self_attention_logits_are_scaled_dot_products():
-    torch.manual_seed(1)
-    layer = SelfAttention(8, 2)
-    x = torch.randn(1, 5, 8)
-    _, info = layer(x, return_info=True)
-    q, k, _ = layer.qkv(x).split(8, dim=-1)
-    q0, k0 = q[0, :, :4], k[0, :, :4]
-    torch.testing.assert_close(info.logits[0, 0], q0 @ k0.T / math.sqrt(4))
-
-
-def test_self_attention_mask_reaches_the_normalization():
-    torch.manual_seed(2)
-    layer = SelfAttention(8, 2, "sinkhorn", n_iter=10)
-    mask = torch.tensor([[True, True, True, False]])
-    _, info = layer(torch.randn(1, 4, 8), mask=mask, return_info=True)
-    assert (info.attention[..., 3, :] == 0).all() and (info.attention[..., :, 3] == 0).all()
-
-
-def test_self_attention_rejects_bad_configuration():
-    with pytest.raises(ValueError, match="divisible"):
-        SelfAttention(10, 3)
-    with pytest.raises(ValueError, match="unknown normalization"):
-        SelfAttention(8, 2, "relu")

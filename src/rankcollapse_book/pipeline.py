@@ -1,14 +1,17 @@
 """The book pipeline: execute the chapters, then build the HTML.
 
-    python -m rankcollapse.book run [CHAPTER ...] [--profile ci] [--device auto] [--seed 0]
-    python -m rankcollapse.book build
-    python -m rankcollapse.book all   [--profile ...]        # run, then build
+    rankcollapse-book run [CHAPTER ...] [--profile ci] [--device auto] [--seed 0]
+    rankcollapse-book build
+    rankcollapse-book all   [--profile ...]        # run, then build
+
+(`python -m rankcollapse_book` is the same command.)
 
 A chapter is `notebooks/NN_name.py` (jupytext py:percent). `run` converts it in memory to a
 notebook, executes it with papermill (parameters `profile`, resolved `device`, `seed` injected
 after the cell tagged `parameters`; working directory = the repository root) and writes
-`book/chapters/NN_name.ipynb`. A chapter is skipped when its cache key (chapter source, library
-sources, parameters, pins) matches the record in `.cache/chapters/NN_name.json`. The first
+`book/chapters/NN_name.ipynb`. A chapter is skipped when its cache key (chapter source, the
+science package, the tooling that runs inside a chapter, parameters, pins) matches the record
+in `.cache/chapters/NN_name.json`. The first
 failing chapter stops the run; its partly executed notebook stays in `book/chapters/` for
 inspection and no cache record is written for it. `build` runs
 `jupyter-book build . -W -n --keep-going` from the repository root.
@@ -34,9 +37,11 @@ import yaml
 from jupyter_client.kernelspec import KernelSpecManager
 from traitlets.config import Config
 
-from rankcollapse.figures_page import FORMATS, PAGE, collect, write_figures_page
-from rankcollapse.profiles import DEVICES, get_profile, resolve_device
-from rankcollapse.provenance import FIGURE_DIR, caption_note, fill_execution_time, find_root
+from rankcollapse.devices import DEVICES, resolve_device
+from rankcollapse.files import digest_files, module_sources
+from rankcollapse.profiles import get_profile
+from rankcollapse_book.chapter import FIGURE_DIR, caption_note, fill_execution_time, find_root
+from rankcollapse_book.figures_page import FORMATS, PAGE, collect, write_figures_page
 
 KERNEL = "python3"
 ANSI_COLOR = re.compile(r"\x1b\[[0-9;]*m")
@@ -92,11 +97,14 @@ class Outcome:
 
 
 def cache_key(project: Project, name: str, parameters: dict) -> str:
-    """sha256 over the chapter source, the library sources, the parameters and the pins."""
+    """sha256 over the chapter source, every source of the science package, the tooling
+    modules a chapter runs (the header, figure export: found from `chapter`'s imports; not the
+    pipeline, the Figures page or the site check), the parameters and the pins."""
     digest = hashlib.sha256(project.source(name).read_bytes())
-    library = project.root / "src" / "rankcollapse"
-    for path in sorted(library.rglob("*.py")):
-        digest.update(str(path.relative_to(library)).encode() + b"\0" + path.read_bytes())
+    src = project.root / "src"
+    science = sorted((src / "rankcollapse").rglob("*.py"))
+    in_kernel = module_sources("rankcollapse_book.chapter", src / "rankcollapse_book")
+    digest.update(digest_files([p for p in science + in_kernel if p.is_file()], src).encode())
     digest.update(json.dumps(parameters, sort_keys=True).encode())
     pins = project.root / "pyproject.toml"
     digest.update(pins.read_bytes() if pins.is_file() else b"")
@@ -248,7 +256,7 @@ def build(project: Project) -> int:
                or (f.startswith("book/chapters/") and read_record(project, Path(f).name) is None)]
     if missing:
         print(f"missing or not successfully executed: {', '.join(missing)}; execute the "
-              f"chapters first: {sys.executable} -m rankcollapse.book run", file=sys.stderr)
+              f"chapters first: {sys.executable} -m rankcollapse_book run", file=sys.stderr)
         return 1
     jupyter_book = Path(sys.executable).with_name("jupyter-book")
     command = [str(jupyter_book), "build", ".", "-W", "-n", "--keep-going"]

@@ -1,0 +1,155 @@
+"""Chapter 3's experiments: the first-order theory of one attention layer put to the test.
+
+Every number the chapter states comes from a function here: the slopes of the linearization
+error and of the cubic law, the measured constant, the depth bound, where the small-logit
+regime ends, and the first-order agreement of softmax and Sinkhorn.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import torch
+
+from ..measures import residual
+from ..normalizations import NORMALIZATIONS, normalize
+from ..stats import Claim, check_verdict, loglog_slope
+from ..theory import (HeadWeights, attention_layer, depth_bound_log, head_logits,
+                      linearized_sinkhorn, linearized_softmax, one_layer_residual, random_head)
+
+
+def one_layer_table(x0: torch.Tensor, direction: torch.Tensor, scales, head: HeadWeights,
+                    normalizations=NORMALIZATIONS, n_iter: int = 50) -> pd.DataFrame:
+    """Inputs X = x0 + s * direction for each scale s; per normalization, the spectral norms
+    of the input residual, the true output residual, the first-order prediction and the
+    bound c ||res(X)||^3, and the spectral norm of the centred logits C A C (the part of the
+    logits that no constant added to a row or a column can remove)."""
+    spec = lambda m: float(torch.linalg.matrix_norm(m, ord=2))  # noqa: E731
+    n = x0.shape[-2]
+    rows = []
+    for s in scales:
+        x = x0 + s * direction
+        r_in = spec(residual(x))
+        predicted = spec(one_layer_residual(x, head.w_qk, head.w_v, head.d_qk))
+        for name in normalizations:
+            rows.append({"scale": s, "normalization": name, "input_residual": r_in,
+                         "output_residual": spec(residual(attention_layer(x, head, name, n_iter))),
+                         "predicted": predicted, "bound": head.constant(n) * r_in**3,
+                         "logit_norm": spec(residual(residual(head_logits(x, head)).mT).mT)})
+    return pd.DataFrame(rows)
+
+
+def depth_table(x: torch.Tensor, heads: list[HeadWeights],
+                normalizations=NORMALIZATIONS, n_iter: int = 50) -> pd.DataFrame:
+    """Pure attention stack, one head per layer: measured log10 ||res(X_l)||_2 per layer and
+    the first-order L-layer bound log10 of prod c_l^(3^(L-l)) ||res(X_0)||^(3^L)."""
+    spec = lambda m: float(torch.linalg.matrix_norm(m, ord=2))  # noqa: E731
+    n = x.shape[-2]
+    r0 = spec(residual(x))
+    bound = depth_bound_log(math.log(r0), [h.constant(n) for h in heads]) / math.log(10)
+    rows = []
+    for name in normalizations:
+        h = x
+        for layer in range(len(heads) + 1):
+            if layer:
+                h = attention_layer(h, heads[layer - 1], name, n_iter)
+            rows.append({"normalization": name, "layer": layer,
+                         "log10_residual": math.log10(max(spec(residual(h)), 1e-300)),
+                         "log10_bound": float(bound[layer])})
+    return pd.DataFrame(rows)
+
+
+def linearization_errors(a: torch.Tensor, eps_values, n_iter: int = 50) -> pd.DataFrame:
+    """Frobenius error of each first-order expansion against the real operator at logits
+    eps * a, for each eps: columns eps, normalization, error."""
+    exact = {"softmax": lambda m: normalize(m, "softmax"),
+             "sinkhorn": lambda m: normalize(m, "sinkhorn", n_iter)}
+    linear = {"softmax": linearized_softmax, "sinkhorn": linearized_sinkhorn}
+    return pd.DataFrame([{"eps": e, "normalization": k,
+                          "error": float((exact[k](e * a) - linear[k](e * a)).norm())}
+                         for e in eps_values for k in exact])
+
+
+# ----------------------------------------------------------------------------- numbers
+
+
+def slopes(table: pd.DataFrame, x: str, y: str, by: str = "normalization") -> dict[str, float]:
+    """Log-log slope of `y` against `x` per group of `by`."""
+    return {k: loglog_slope(g[x], g[y]) for k, g in table.groupby(by)}
+
+
+def measured_constants(layer: pd.DataFrame) -> dict[str, float]:
+    """||res(output)||_2 / ||res(input)||_2^3 at the smallest input, per normalization: the
+    constant of the cubic law as measured, to set against the norm bound's."""
+    smallest = layer[layer["scale"] == layer["scale"].min()].set_index("normalization")
+    return (smallest["output_residual"] / smallest["input_residual"] ** 3).to_dict()
+
+
+def stack_table(x0: torch.Tensor, z: torch.Tensor, starts, heads: list[HeadWeights],
+                n_iter: int = 50) -> pd.DataFrame:
+    """`depth_table` for inputs x0 + s z, one block of rows per start size s (column start)."""
+    return pd.concat([depth_table(x0 + s * z, heads, n_iter=n_iter).assign(start=s)
+                      for s in starts], ignore_index=True)
+
+
+def bound_check(stacks: pd.DataFrame, floor_log10: float = -13.0) -> tuple[bool, int]:
+    """Whether the measured residual is at or below the depth bound at every layer above the
+    rounding floor, and at how many (layer, start, normalization) points that was checked."""
+    held = stacks.query("layer > 0 and log10_residual > @floor_log10")
+    return bool((held["log10_residual"] <= held["log10_bound"] + 1e-9).all()), len(held)
+
+
+def regime_sweep(x0: torch.Tensor, z: torch.Tensor, logit_stds, scales, d: int, d_qk: int,
+                 generator: torch.Generator, n_iter: int = 50) -> pd.DataFrame:
+    """`one_layer_table` for one random head per logit scale (column logit_std), with the
+    ratio measured / first-order formula and the looseness bound / measured."""
+    rows = [one_layer_table(x0, z, scales, random_head(d, d_qk, s, generator), n_iter=n_iter)
+            .assign(logit_std=s) for s in logit_stds]
+    sweep = pd.concat(rows, ignore_index=True)
+    return sweep.assign(ratio=sweep["output_residual"] / sweep["predicted"],
+                        looseness=sweep["bound"] / sweep["output_residual"])
+
+
+def regime_edge(sweep: pd.DataFrame, tolerance: float = 0.1) -> dict[str, float]:
+    """Per normalization, the smallest centred-logit norm ||CAC||_2 at which the first-order
+    formula is off by more than `tolerance` (relative); NaN if it never is."""
+    edges = {}
+    for name, g in sweep.groupby("normalization"):
+        off = g[(g["ratio"] - 1).abs() > tolerance]
+        edges[name] = float(off["logit_norm"].min()) if len(off) else float("nan")
+    return edges
+
+
+def first_order_gap(layer: pd.DataFrame) -> pd.Series:
+    """|softmax - Sinkhorn| / Sinkhorn output residual per input scale s (index)."""
+    pivot = layer.pivot(index="scale", columns="normalization", values="output_residual")
+    return ((pivot["softmax"] - pivot["sinkhorn"]).abs() / pivot["sinkhorn"]).rename("relative_gap")
+
+
+def gap_slope(gap: pd.Series, max_scale: float = 1e-2) -> float:
+    """Log-log slope of the first-order gap against s for s <= max_scale."""
+    small = gap[gap.index <= max_scale]
+    return loglog_slope(small.index, small.values)
+
+
+def claims(cubic: dict[str, float], bound_holds: bool, sweep: pd.DataFrame,
+           tolerance: float = 0.1, regime: float = 0.1) -> list[Claim]:
+    """C3a (slope 3), C3b (the depth bound) and C3c (the small-logit regime), each decided
+    by a stated check on this run's numbers."""
+    slope_ok = all(abs(s - 3) <= tolerance for s in cubic.values())
+    small = sweep[sweep["logit_norm"] <= regime]
+    within = bool(len(small)) and bool((small["looseness"] >= 1).all())
+    found = ", ".join(f"{k} {v:.3f}" for k, v in cubic.items())
+    return [
+        Claim("C3a", "one layer: residual bounded by C ||res(X)||^3", check_verdict(slope_ok),
+              f"Log-log slope of output against input residual, small inputs: {found} "
+              f"(check: within {tolerance} of 3)."),
+        Claim("C3b", "L layers: exponent 3^L", check_verdict(bound_holds),
+              "The measured residual stays below the first-order L-layer bound at every "
+              f"layer above the rounding floor: {'yes' if bound_holds else 'no'}."),
+        Claim("C3c", "the bound holds where the logits are small", check_verdict(within),
+              f"Where the centred logits have spectral norm at most {regime:g}, the bound "
+              f"c||R||^3 is {'above' if within else 'not always above'} the measured residual "
+              f"({len(small)} points)."),
+    ]

@@ -1,0 +1,107 @@
+"""Chapter 2's experiments: how Sinkhorn converges, what it changes in the attention matrix,
+and whether it changes collapse in random pure attention.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..measures import row_entropy
+from ..normalizations import marginal_errors, sinkhorn, softmax
+from ..stats import Claim, check_verdict, claim_verdict, compare_table, describe
+
+
+def convergence(logits: torch.Tensor, max_half_steps: int) -> pd.DataFrame:
+    """Marginal errors after each number of half-steps 1..max_half_steps (row first).
+
+    Returns a table with columns half_steps, full_iterations (half_steps / 2), row_error and
+    column_error (max over rows/columns, mean over the batch of matrices)."""
+    rows = []
+    for h in range(1, max_half_steps + 1):
+        r, c = marginal_errors(sinkhorn(logits, half_steps=h))
+        rows.append({"half_steps": h, "full_iterations": h / 2,
+                     "row_error": r.mean().item(), "column_error": c.mean().item()})
+    return pd.DataFrame(rows)
+
+
+def convergence_curves(scales, draws: int, n: int, max_half_steps: int,
+                       generator: torch.Generator) -> pd.DataFrame:
+    """`convergence` of `draws` random `n x n` logit matrices with i.i.d. N(0, s^2) entries,
+    for each logit scale s (column scale)."""
+    return pd.concat([convergence(torch.randn(draws, n, n, generator=generator) * s,
+                                  max_half_steps).assign(scale=s) for s in scales],
+                     ignore_index=True)
+
+
+def error_after(n_iter: int, sizes, scales, draws: int, generator: torch.Generator
+                ) -> pd.DataFrame:
+    """The largest row error after `n_iter` full iterations over `draws` random logit
+    matrices (float64, so that rounding does not hide the answer), per logit scale (rows)
+    and size n (columns 'n = ...')."""
+    def worst(size: int, scale: float) -> float:
+        logits = torch.randn(draws, size, size, generator=generator).double() * scale
+        return marginal_errors(sinkhorn(logits, n_iter=n_iter))[0].max().item()
+    return pd.DataFrame({f"n = {size}": [worst(size, s) for s in scales] for size in sizes},
+                        index=pd.Index(scales, name="σ"))
+
+
+def entropy_table(scales, draws: int, n: int, generator: torch.Generator) -> pd.DataFrame:
+    """Mean row entropy (nats) of softmax and Sinkhorn attention of the same random logits,
+    one row per (scale, normalization, draw): each draw is an independent matrix."""
+    frames = []
+    for s in scales:
+        logits = torch.randn(draws, n, n, generator=generator) * s
+        for name, fn in (("softmax", softmax), ("sinkhorn", sinkhorn)):
+            frames.append(pd.DataFrame({"scale": s, "normalization": name,
+                                        "draw": range(draws), "entropy": row_entropy(fn(logits))}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def layers_to(summary: pd.DataFrame, threshold: float) -> pd.DataFrame:
+    """First layer at which the geometric-mean residual is below `threshold`, per logit
+    scale (rows) and normalization (columns); NaN where it never is."""
+    below = summary[summary["mean"] < np.log10(threshold)]
+    first = below.groupby(["normalization", "logit_std"])["layer"].min()
+    return first.unstack("normalization").reindex(sorted(summary["logit_std"].unique()))
+
+
+def reach_gaps(reach: pd.DataFrame) -> dict[str, int]:
+    """From `layers_to`: the largest difference in layers between the two normalizations,
+    and at how many logit scales each one reaches the threshold later."""
+    gap = reach["sinkhorn"] - reach["softmax"]
+    return {"max_gap": int(gap.abs().max()), "sinkhorn_later": int((gap > 0).sum()),
+            "softmax_later": int((gap < 0).sum()), "scales": len(reach)}
+
+
+def entropy_comparison(entropies: pd.DataFrame) -> pd.DataFrame:
+    """Row entropy, Sinkhorn / softmax, per logit scale over the independent draws of
+    `entropy_table` (`stats.compare_table`, unit "draw")."""
+    return compare_table(entropies, unit="draw", by=["scale"], value="entropy")
+
+
+def entropy_sentence(entropy: pd.DataFrame) -> str:
+    """`stats.describe` of `entropy_comparison` over logit scales."""
+    return describe(entropy, "scale", "logit scale", more="Sinkhorn rows spread more",
+                    less="Sinkhorn rows spread less")
+
+
+def claims(after: pd.DataFrame, entropy: pd.DataFrame, paper_n: int = 128,
+           paper_scale: float = 2.0, tolerance: float = 1e-6) -> list[Claim]:
+    """C2a on random logits (the row error after 50 iterations at n = `paper_n` and logit
+    scales up to `paper_scale` is below `tolerance`) and C9 on random logits (Sinkhorn rows
+    have higher entropy: `entropy_comparison`, one verdict per scale)."""
+    column = f"n = {paper_n}"
+    worst = float(after.loc[after.index <= paper_scale, column].max())
+    return [
+        Claim("C2a", "50 Sinkhorn iterations make attention effectively doubly stochastic "
+              "(random logits)", check_verdict(worst < tolerance),
+              f"Largest row error after 50 iterations at n = {paper_n}, logit scales up to "
+              f"{paper_scale:g}: {worst:.1e} (check: below {tolerance:g}). It grows with the "
+              f"logit scale: {after[column].iloc[-1]:.1e} at σ = {after.index[-1]:g}."),
+        Claim("C9", "doubly stochastic attention spreads attention more evenly (random logits)",
+              claim_verdict("more", entropy["verdict"].tolist()),
+              "Row entropy, Sinkhorn against softmax over independent random matrices: "
+              + entropy_sentence(entropy)),
+    ]

@@ -1,0 +1,47 @@
+"""Key-padding masks: `(..., n)` bool, True on real tokens.
+
+Both normalizations, their fast engine and the measures use these, so that a padded token
+means the same thing everywhere: no attention to it, none from it, no part in a residual.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def pair_mask(mask: torch.Tensor) -> torch.Tensor:
+    """(..., n) key-padding mask -> (..., n, n) mask of real (query, key) pairs."""
+    return mask.unsqueeze(-1) & mask.unsqueeze(-2)
+
+
+def log_normalize(x: torch.Tensor, dim: int, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """One Sinkhorn half-step in the log domain: x - logsumexp(x, dim), over real tokens.
+
+    dim -1 normalizes rows, -2 columns. Padded lines (all -inf) are filled with zeros inside
+    the logsumexp so that neither the value nor its gradient becomes NaN."""
+    if mask is None:
+        return x - torch.logsumexp(x, dim=dim, keepdim=True)
+    padded = ~mask.unsqueeze(-1 if dim == -1 else -2)
+    return x - torch.logsumexp(x.masked_fill(padded, 0.0), dim=dim, keepdim=True)
+
+
+def check_mask(mask: torch.Tensor, batch_shape: torch.Size, n: int) -> None:
+    """Raise naming the problem unless `mask` is a bool `(..., n)` tensor broadcastable to
+    `batch_shape + (n,)` with at least one real token per sample."""
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(f"mask must be a bool torch.Tensor of shape (..., {n}); "
+                        f"got {type(mask).__name__}")
+    if mask.dtype != torch.bool:
+        raise TypeError(f"mask must be a bool tensor (True = real token), got {mask.dtype}")
+    expected = f"(..., {n}) broadcastable to {tuple(batch_shape)} + ({n},)"
+    if mask.dim() == 0 or mask.shape[-1] != n:
+        raise ValueError(f"mask shape {tuple(mask.shape)} does not match: expected {expected}")
+    try:
+        broadcast = torch.broadcast_shapes(mask.shape[:-1], batch_shape)
+    except RuntimeError:
+        broadcast = None
+    if broadcast != batch_shape:
+        raise ValueError(f"mask shape {tuple(mask.shape)} does not match: expected {expected}")
+    if not bool(mask.any(-1).all()):
+        raise ValueError("mask has a sample with no real token (an all-False row); "
+                         "attention over zero tokens is undefined")

@@ -1,0 +1,291 @@
+"""One plotting style for the whole book, and the kinds of figure its chapters draw.
+
+Colours: softmax is always blue and Sinkhorn always red (`NORMALIZATION_COLORS`); anything
+else (logit scales, block parts, settings) takes its colours from `OTHER_COLORS`, which holds
+neither. Every function returns the figure; the chapter shows and exports it.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from .stats import MARGIN
+
+NORMALIZATION_COLORS = {"softmax": "#1f77b4", "sinkhorn": "#d62728"}
+# tab10 without its blue and its red
+OTHER_COLORS = ["#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+                "#17becf"]
+LINESTYLES = ["-", "--", "-.", ":"]
+
+
+def use_style() -> None:
+    """Seaborn whitegrid, readable sizes, no LaTeX (nothing to install)."""
+    sns.set_theme(context="notebook", style="whitegrid", palette=OTHER_COLORS)
+    plt.rcParams.update({"figure.dpi": 110, "savefig.dpi": 150, "axes.titlesize": "medium",
+                         "legend.fontsize": "small", "figure.constrained_layout.use": True})
+
+
+def colors(keys) -> dict:
+    """A colour per key: the normalization colours for 'softmax'/'sinkhorn', else the others
+    in order."""
+    keys = list(dict.fromkeys(keys))
+    if set(keys) <= set(NORMALIZATION_COLORS):
+        return {k: NORMALIZATION_COLORS[k] for k in keys}
+    return {k: OTHER_COLORS[i % len(OTHER_COLORS)] for i, k in enumerate(keys)}
+
+
+# ----------------------------------------------------------------------------- bands
+
+
+def band(ax, x, mean, std, label: str | None = None, color=None, log: bool = False, **kw):
+    """A line at `mean` with a shaded band of one standard deviation.
+
+    With `log=True`, `mean` and `std` are of log10 values and the band is drawn as
+    10**(mean +- std) on a log axis (a geometric mean with a multiplicative band)."""
+    x, mean, std = np.asarray(x), np.asarray(mean, float), np.nan_to_num(np.asarray(std, float))
+    lo, mid, hi = (mean - std, mean, mean + std)
+    if log:
+        lo, mid, hi = 10**lo, 10**mid, 10**hi
+        ax.set_yscale("log")
+    (line,) = ax.plot(x, mid, label=label, color=color, **kw)
+    ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
+    return line
+
+
+def band_from_summary(ax, summary: pd.DataFrame, x: str = "layer", log: bool = True, **kw):
+    """`band` from a table with columns x, mean, std (as `log_summary` returns)."""
+    s = summary.sort_values(x)
+    return band(ax, s[x], s["mean"], s["std"], log=log, **kw)
+
+
+def residual_bands(summary: pd.DataFrame, hue: str, label: str = "{}", style: str | None = None,
+                   floor: float | None = None, title: str = "", ax=None, figsize=(6, 3.8)):
+    """Relative residual against layer: one band per value of `hue` (normalizations in their
+    colours), line styles per value of `style`, a dotted line at the rounding `floor`."""
+    fig, ax = (plt.subplots(figsize=figsize) if ax is None else (ax.figure, ax))
+    palette = colors(summary[hue])
+    styles = {v: LINESTYLES[i % 4] for i, v in enumerate(dict.fromkeys(summary[style]))} \
+        if style else {}
+    keys = [hue] + ([style] if style else [])
+    for key, group in summary.groupby(keys, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        band_from_summary(ax, group, color=palette[key[0]], linestyle=styles.get(key[-1], "-"),
+                          label=label.format(*key))
+    if floor:
+        ax.axhline(floor, color="grey", linestyle=":", linewidth=1)
+    ax.set(xlabel="layer $l$ (0 = input)", ylabel="relative residual $r(X_l)$", title=title)
+    ax.legend(ncol=2 if summary[keys].drop_duplicates().shape[0] > 4 else 1, fontsize="x-small")
+    return fig
+
+
+def digits_lost_figure(digits: pd.DataFrame, by: str = "logit_std", factor: float = 3.0):
+    """-log10 r against layer on a log axis, one line per group, with guide lines growing by
+    `factor` per layer (the cubic law's rate)."""
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    palette = colors(digits[by])
+    for key, group in digits.groupby(by):
+        ax.plot(group["layer"], group["lost"], marker="o", color=palette[key],
+                label=f"logit scale {key:g}")
+    layers = np.arange(1, int(digits["layer"].max()) + 1)
+    for start in (0.01, 0.1, 1.0):
+        ax.plot(layers, start * factor ** (layers - 1), color="grey", linestyle="--",
+                linewidth=0.8)
+    ax.set(yscale="log", xlabel="layer $l$", ylabel="digits lost, $-\\log_{10} r(X_l)$",
+           ylim=(1e-3, 30), xticks=layers, title="Doubly exponential collapse")
+    ax.legend()
+    return fig
+
+
+def rank_and_entropy(residuals: pd.DataFrame, entropy: pd.DataFrame, log_n: float,
+                     hue: str = "label"):
+    """Left: residual bands; right: mean row entropy with a one-standard-deviation band and a
+    dotted line at log n (uniform rows)."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.6))
+    residual_bands(residuals, hue, ax=left, title="Rank")
+    palette = colors(residuals[hue])
+    for key, e in entropy.groupby(hue, sort=False):
+        band(right, e["layer"], e["mean"], e["std"], color=palette[key], label=key)
+    right.axhline(log_n, color="grey", linestyle=":")
+    left.set(xlabel="layer $l$")
+    right.set(xlabel="layer $l$", ylabel="row entropy of attention (nats)", title="Entropy")
+    return fig
+
+
+# ----------------------------------------------------------------------------- chapter 2
+
+
+def convergence_figure(curves: pd.DataFrame, n_iter: int = 50):
+    """Marginal errors against half-steps (left) and full iterations (right, row error),
+    one line per logit scale; dashed lines at `n_iter` full iterations."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    palette = colors(curves["scale"])
+    for s, c in curves.groupby("scale"):
+        left.plot(c["half_steps"], np.maximum(c["row_error"], c["column_error"]),
+                  color=palette[s], label=f"$\\sigma$ = {s:g}")
+        full = c[c["half_steps"] % 2 == 0]
+        right.plot(full["full_iterations"], full["row_error"], color=palette[s])
+    left.axvline(2 * n_iter, color="grey", linestyle="--")
+    right.axvline(n_iter, color="grey", linestyle="--")
+    left.set(yscale="log", xlabel="half-steps (Sinkformers' n_it)",
+             ylabel="max |marginal − 1| (the unnormalized side)", title="Half-step convention")
+    right.set(xlabel="full iterations (this book's n_iter)", title="Full-iteration convention")
+    left.legend()
+    return fig
+
+
+def heatmaps(pair: dict[str, np.ndarray]):
+    """Attention maps side by side, each with its column sums as bars above it."""
+    fig, axes = plt.subplots(2, len(pair), figsize=(8, 4.8), height_ratios=[1, 4],
+                             sharex="col")
+    vmax = max(float(p.max()) for p in pair.values())
+    for (name, p), top, ax in zip(pair.items(), axes[0], axes[1]):
+        top.bar(range(p.shape[1]), p.sum(0), color="grey")
+        top.set(ylabel="column sum", ylim=(0, 2.2), title=name)
+        image = ax.imshow(p, cmap="viridis", vmin=0, vmax=vmax)
+        ax.set(xlabel="key", ylabel="query")
+        ax.grid(False)
+    fig.colorbar(image, ax=axes[1], label="attention weight", shrink=0.8)
+    return fig
+
+
+def paired_boxes(table: pd.DataFrame, x: str, y: str, ax=None, log: bool = False,
+                 figsize=(6.5, 3.6), **labels):
+    """Box plots of `y` per `x`, softmax and Sinkhorn side by side in their colours."""
+    fig, ax = (plt.subplots(figsize=figsize) if ax is None else (ax.figure, ax))
+    sns.boxplot(table, x=x, y=y, hue="normalization", ax=ax, log_scale=log,
+                palette=NORMALIZATION_COLORS, fliersize=1, linewidth=0.7)
+    ax.set(**labels)
+    return fig
+
+
+def cost_figure(per_n: pd.DataFrame, ours: str = "sinkhorn", fast: str = "softmax"):
+    """Time per call against n (log-log): softmax blue, our Sinkhorn red, others grey."""
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for name in per_n.columns:
+        color = {fast: NORMALIZATION_COLORS["softmax"],
+                 ours: NORMALIZATION_COLORS["sinkhorn"]}.get(name, "grey")
+        ax.plot(per_n.index, per_n[name] * 1e3, marker="o", color=color, label=name,
+                linestyle="-" if name in (ours, fast) else "--")
+    ax.set(xscale="log", yscale="log", xlabel="sequence length $n$", ylabel="time per call (ms)")
+    ax.set_xticks(per_n.index, per_n.index, minor=False)
+    ax.minorticks_off()
+    ax.legend()
+    return fig
+
+
+# ----------------------------------------------------------------------------- chapter 3
+
+
+def loglog_points(table: pd.DataFrame, x: str, y: str, labels: dict[str, str], xlabel: str,
+                  ylabel: str, guide: pd.DataFrame | None = None, figsize=(5.5, 3.8)):
+    """`y` against `x` (log-log) per normalization, as markers in its colour; `guide`: extra
+    lines, columns x, y, label, style."""
+    fig, ax = plt.subplots(figsize=figsize)
+    for name, g in table.groupby("normalization"):
+        ax.plot(g[x], g[y], "o-" if guide is None else "o", color=NORMALIZATION_COLORS[name],
+                label=labels.get(name, name), markersize=5 if name == "softmax" else 3)
+    for label, g in ([] if guide is None else guide.groupby("label", sort=False)):
+        ax.plot(g["x"], g["y"], g["style"].iloc[0], color="grey" if g["style"].iloc[0] == "-"
+                else "black", linewidth=0.8, label=label)
+    ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel)
+    ax.legend()
+    return fig
+
+
+def depth_bound_figure(stacks: pd.DataFrame):
+    """Measured residual (solid softmax, dotted Sinkhorn) and the L-layer bound (dashed)
+    against layer, one colour per starting residual size."""
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    palette = colors(sorted(stacks["start"].unique()))
+    for (s, name), g in stacks.groupby(["start", "normalization"]):
+        ax.plot(g["layer"], 10 ** g["log10_residual"], "-" if name == "softmax" else ":",
+                marker="o", markersize=3, color=palette[s],
+                label=f"s = {s:g}" if name == "softmax" else None)
+        if name == "softmax":
+            ax.plot(g["layer"], 10 ** g["log10_bound"], "--", color=palette[s], linewidth=0.8)
+    ax.set(yscale="log", ylim=(1e-40, 10), xlabel="layer $l$",
+           ylabel="$\\|\\mathrm{res}(X_l)\\|_2$")
+    ax.legend(title="start (solid softmax, dotted Sinkhorn, dashed bound)", fontsize="x-small")
+    return fig
+
+
+def regime_figure(sweep: pd.DataFrame):
+    """Left: measured / first-order formula; right: bound / measured; both against the
+    centred logit norm, normalizations in their colours, one marker per logit scale."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), sharex=True)
+    markers = dict(zip(sorted(sweep["logit_std"].unique()), "os^v"))
+    for (name, s), g in sweep.groupby(["normalization", "logit_std"]):
+        kw = dict(color=NORMALIZATION_COLORS[name], marker=markers[s], linestyle="none",
+                  markersize=4, label=f"{name}, logit scale {s:g}")
+        left.plot(g["logit_norm"], g["ratio"], **kw)
+        right.plot(g["logit_norm"], g["looseness"], **kw)
+    left.axhline(1, color="grey", linewidth=0.8)
+    for ax, ylabel, title in ((left, "measured / first-order formula", "Accuracy of the expansion"),
+                              (right, "bound / measured", "Looseness of the bound")):
+        ax.set(xscale="log", yscale="log", xlabel="$\\|CAC\\|_2$ (centred logits)",
+               ylabel=ylabel, title=title)
+    left.legend(fontsize="x-small")
+    return fig
+
+
+def gap_figure(gap: pd.Series):
+    """The relative softmax/Sinkhorn gap against the input residual size, log-log."""
+    fig, ax = plt.subplots(figsize=(5.5, 3.4))
+    ax.plot(gap.index, gap.values, "o-", color=OTHER_COLORS[2])
+    ax.set(xscale="log", yscale="log", xlabel="input residual size $s$",
+           ylabel="|softmax − Sinkhorn| / Sinkhorn")
+    return fig
+
+
+# ----------------------------------------------------------------------------- comparisons
+
+
+def ratio_plot(ax, adv: pd.DataFrame, order: list[str] | None = None, x: str = "depth",
+               xlabel: str = "path depth $k$") -> None:
+    """Ratio Sinkhorn / softmax with its interval band against `x`, one line per setting
+    (`adv` as `stats.compare_table` returns); grey band: the parity margin."""
+    order = order or list(dict.fromkeys(adv["setting"]))
+    palette = colors(order)
+    for label in order:
+        a = adv[adv["setting"] == label]
+        ax.plot(a[x], a["ratio"], marker="o", markersize=3, label=label, color=palette[label])
+        ax.fill_between(a[x], a["low"], a["high"], color=palette[label], alpha=0.2)
+    ax.axhline(1, color="grey", linewidth=0.8)
+    ax.axhspan(1 / (1 + MARGIN), 1 + MARGIN, color="grey", alpha=0.12, linewidth=0)
+    ax.set(yscale="log", xlabel=xlabel, ylabel="residual ratio, Sinkhorn / softmax")
+    ax.legend(fontsize="small")
+
+
+def ratio_figure(adv: pd.DataFrame, order: list[str] | None = None, figsize=(6, 3.6)):
+    """`ratio_plot` in a figure of its own."""
+    fig, ax = plt.subplots(figsize=figsize)
+    ratio_plot(ax, adv, order)
+    return fig
+
+
+def boxes_by(table: pd.DataFrame, panel: str, x: str, y: str = "residual", order=None,
+             ylabel: str = "", xlabel: str = "path depth $k$", figsize=(11, 3.8)):
+    """`paired_boxes` on a log axis, one panel per value of `panel`, shared y."""
+    order = order or list(dict.fromkeys(table[panel]))
+    fig, axes = plt.subplots(1, len(order), figsize=figsize, sharey=True, squeeze=False)
+    for ax, label in zip(axes[0], order):
+        paired_boxes(table[table[panel] == label], x, y, ax=ax, log=True, title=label,
+                     xlabel=xlabel, ylabel=ylabel)
+    return fig
+
+
+def variant_panels(summary: pd.DataFrame, variants, title: str):
+    """One panel per inference variant, softmax and Sinkhorn residual bands in each; each
+    panel has its own y-axis (the variants differ by many decades)."""
+    fig, axes = plt.subplots(1, len(variants), figsize=(13, 3.4))
+    for ax, variant in zip(axes, variants):
+        for name, part in summary[summary["variant"] == variant].groupby("normalization"):
+            band_from_summary(ax, part, color=NORMALIZATION_COLORS[name], label=name)
+        ax.set(title=variant, xlabel="layer (0 = embeddings)")
+    axes[0].set_ylabel("relative residual $r(X_l)$")
+    axes[0].legend()
+    fig.suptitle(title)
+    return fig

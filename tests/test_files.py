@@ -1,0 +1,86 @@
+"""Atomic writes, and cache keys that follow the imports: the training key changes with the
+source of every module training imports, and with the data, and with nothing else."""
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from rankcollapse import files
+from rankcollapse.files import atomic_write, atomic_write_text, module_sources
+from rankcollapse.training import data_digest
+
+
+def test_atomic_write_replaces_whole_files_and_leaves_nothing_on_failure(tmp_path):
+    target = tmp_path / "sub" / "out.txt"
+    atomic_write_text(target, "one")
+    atomic_write_text(target, "two")
+    assert target.read_text() == "two"
+
+    def fails(tmp: Path):
+        tmp.write_text("half")
+        raise RuntimeError("killed mid-write")
+    with pytest.raises(RuntimeError):
+        atomic_write(target, fails)
+    assert target.read_text() == "two" and os.listdir(target.parent) == ["out.txt"]
+
+
+def test_concurrent_writers_get_distinct_temporary_names(tmp_path):
+    seen = []
+    atomic_write(tmp_path / "x", lambda tmp: seen.append(tmp) or tmp.write_text("a"))
+    atomic_write(tmp_path / "x", lambda tmp: seen.append(tmp) or tmp.write_text("b"))
+    assert seen[0] != seen[1] and all(p.parent == tmp_path for p in seen)
+
+
+def write_package(root: Path, modules: dict[str, str]) -> Path:
+    package = root / "pkg"
+    for name, source in modules.items():
+        path = package.joinpath(*name.split(".")).with_suffix(".py")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(source))
+    (package / "__init__.py").write_text("")
+    return package
+
+
+def test_module_sources_follow_imports_transitively(tmp_path):
+    package = write_package(tmp_path, {
+        "train": """
+            from typing import TYPE_CHECKING
+            from .models import Net
+            from . import helpers
+            import pkg.sub.deep
+            if TYPE_CHECKING:
+                from .data import Dataset
+            """,
+        "models": "from .engine import run\n",
+        "engine": "import math\n",
+        "helpers": "x = 1\n",
+        "data": "from .unrelated import y\n",
+        "unrelated": "y = 1\n",
+        "sub/__init__": "",
+        "sub/deep": "from ..engine import run\n",
+    })
+    (package / "sub" / "__init__.py").write_text("")
+    found = {p.relative_to(package).as_posix() for p in module_sources("pkg.train", package)}
+    assert found == {"train.py", "models.py", "engine.py", "helpers.py", "sub/deep.py"}
+
+
+def test_the_training_key_covers_what_training_imports_and_nothing_else():
+    sources = {p.name for p in module_sources("rankcollapse.training")}
+    assert {"training.py", "models.py", "normalizations.py", "_sinkhorn_engine.py",
+            "masks.py"} <= sources
+    assert not sources & {"data.py", "profiles.py", "plots.py", "stats.py"}
+    assert all(p.is_relative_to(files.PACKAGE_ROOT) for p in module_sources("rankcollapse.training"))
+
+
+def test_the_data_digest_sees_the_tensors():
+    class Data:
+        x, y, mask = torch.zeros(4, 3), torch.tensor([0, 1, 0, 1]), None
+    class Other(Data):
+        y = torch.tensor([0, 1, 1, 1])
+    class Masked(Data):
+        mask = torch.ones(4, 3, dtype=torch.bool)
+    digests = {data_digest(d) for d in (Data, Other, Masked)}
+    assert len(digests) == 3 and data_digest(Data) == data_digest(Data)

@@ -1,0 +1,78 @@
+"""Chapter 3's experiment module: the tables agree with the theory, and every number the
+chapter states (slopes, the regime's edge, the first-order gap, the claims) is computed as
+its docstring says, checked on small constructed cases."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from rankcollapse.experiments.linearized_bound import (bound_check, claims, depth_table,
+                                                       first_order_gap, gap_slope,
+                                                       linearization_errors,
+                                                       measured_constants, one_layer_table,
+                                                       regime_edge, regime_sweep, slopes)
+from rankcollapse.stats import loglog_slope
+from rankcollapse.theory import random_head
+
+
+def small_case(seed=2, n=10, d=8):
+    gen = torch.Generator().manual_seed(seed)
+    head = random_head(d, 4, 1.0, gen)
+    x0 = torch.randn(1, d, generator=gen, dtype=torch.float64).expand(n, d)
+    z = torch.randn(n, d, generator=gen, dtype=torch.float64)
+    return gen, head, x0, z - z.mean(0)
+
+
+def test_experiment_tables_agree_with_the_theory_in_the_small_logit_regime():
+    gen, head, x0, z = small_case()
+    d = 8
+    t = one_layer_table(x0, z, [1e-3, 1e-2], head)
+    assert ((t.output_residual / t.predicted - 1).abs() < 1e-2).all()
+    assert (t.output_residual <= t.bound).all()
+    stack = depth_table(x0 + 0.05 * z, [random_head(d, 4, 1.0, gen) for _ in range(2)])
+    above_rounding = stack[stack.log10_residual > -12]
+    assert (above_rounding.log10_residual <= above_rounding.log10_bound).all()
+    errs = linearization_errors(torch.randn(6, 6, dtype=torch.float64), [1e-3, 1e-2])
+    for _, g in errs.groupby("normalization"):
+        assert loglog_slope(g.eps, g.error) == pytest.approx(2.0, abs=0.05)
+
+
+def test_cubic_slopes_constants_and_gap_on_a_real_layer():
+    _, head, x0, z = small_case()
+    layer = one_layer_table(x0, z, np.logspace(-3, -2, 5), head)
+    cubic = slopes(layer, "input_residual", "output_residual")
+    assert cubic["softmax"] == pytest.approx(3, abs=0.05)
+    assert cubic["sinkhorn"] == pytest.approx(3, abs=0.05)
+    constants = measured_constants(layer)
+    assert 0 < constants["sinkhorn"] <= head.constant(10)  # the norm bound is an upper bound
+    gap = first_order_gap(layer)
+    assert (gap < 0.1).all() and gap_slope(gap) > 0.5  # the gap vanishes as s -> 0
+
+
+def test_regime_edge_is_the_first_norm_off_by_more_than_the_tolerance():
+    sweep = pd.DataFrame({"normalization": ["softmax"] * 4 + ["sinkhorn"] * 4,
+                          "logit_norm": [0.1, 0.5, 1.0, 2.0] * 2,
+                          "ratio": [1.0, 1.05, 0.8, 0.5, 1.0, 1.0, 1.02, 0.95]})
+    edges = regime_edge(sweep, tolerance=0.1)
+    assert edges["softmax"] == 1.0 and np.isnan(edges["sinkhorn"])
+
+
+def test_regime_sweep_uses_the_one_logit_scale():
+    gen, _, x0, z = small_case()
+    sweep = regime_sweep(x0, z, [0.09, 9.0], [0.1], 8, 4, gen)
+    small, large = sweep.groupby("logit_std")["logit_norm"].mean()
+    assert large > 50 * small  # logit norms scale like the logit standard deviation
+    np.testing.assert_allclose(sweep.ratio, sweep.output_residual / sweep.predicted)
+
+
+def test_bound_check_and_claims_follow_the_numbers():
+    stacks = pd.DataFrame({"layer": [0, 1, 2, 3], "log10_residual": [0, -3, -9, -20],
+                           "log10_bound": [0, -2, -8, -30]})
+    assert bound_check(stacks) == (True, 2)  # layer 3 is below the rounding floor
+    assert bound_check(stacks.assign(log10_bound=[0, -4, -8, -30]))[0] is False
+    sweep = pd.DataFrame({"logit_norm": [0.01, 0.05, 3.0], "looseness": [2.0, 1.5, 0.5]})
+    good = claims({"softmax": 3.01, "sinkhorn": 2.98}, True, sweep)
+    assert [c.verdict for c in good] == ["reproduced"] * 3
+    bad = claims({"softmax": 2.5, "sinkhorn": 3.0}, False, sweep.assign(looseness=0.5))
+    assert [c.verdict for c in bad] == ["not reproduced"] * 3

@@ -1,0 +1,102 @@
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from rankcollapse.experiments.rank_collapse import (claims, digits_lost, entropy_summary,
+                                                    final_residuals, growth_factors,
+                                                    layernorm_rank_check, layernorm_summary,
+                                                    log_summary, low_affine_rank_tokens, sweep)
+from rankcollapse.measures import affine_rank, row_entropy
+
+
+def test_row_entropy_extremes():
+    n = 6
+    assert row_entropy(torch.full((n, n), 1 / n)).item() == pytest.approx(math.log(n))
+    assert row_entropy(torch.eye(n)).item() == pytest.approx(0.0, abs=1e-12)
+
+
+def test_affine_rank_of_constructed_tokens():
+    gen = torch.Generator().manual_seed(0)
+    for k in (1, 3, 5):
+        assert affine_rank(low_affine_rank_tokens(12, 20, k, gen)).item() == k
+    assert affine_rank(torch.ones(4, 3)).item() == 0
+
+
+def test_layernorm_changes_affine_rank_but_not_the_centred_linear_rank():
+    """The finding of chapter 1: affine rank k -> k + 1, linear rank of centred tokens kept."""
+    table = layernorm_rank_check(n_tokens=10, d_model=16, ranks=[1, 3], draws=5, seed=0)
+    assert (table.affine_before == table.rank_in).all()
+    assert (table.affine_after == table.rank_in + 1).all()
+    assert (table.linear_after == table.linear_before).all()
+
+
+def test_sweep_shows_pure_attention_collapse_and_skip_preventing_it():
+    configs = [dict(normalization="softmax", logit_std=1.0, label="pure"),
+               dict(normalization="softmax", logit_std=1.0, skip=True, label="skip")]
+    df = sweep(configs, n_samples=4, n_tokens=8, d_model=8, n_heads=2, depth=6, n_iter=10,
+               seed=0, device=torch.device("cpu"), dtype=torch.float64)
+    assert set(df.columns) >= {"layer", "sample", "residual", "entropy", "label"}
+    assert df.layer.max() == 6 and len(df) == 2 * 7 * 4
+    last = df[df.layer == 6].groupby("label")["residual"].median()
+    assert last["pure"] < 1e-8 < 1e-2 < last["skip"]
+    summary = log_summary(df, ["label", "layer"])
+    assert {"mean", "std", "count"} <= set(summary.columns)
+
+
+def test_sweep_gives_both_normalizations_the_same_weights():
+    configs = [dict(normalization=n, logit_std=1e-6) for n in ("softmax", "sinkhorn")]
+    df = sweep(configs, n_samples=3, n_tokens=6, d_model=8, n_heads=2, depth=2, n_iter=30,
+               seed=0, device=torch.device("cpu"), dtype=torch.float64, weight_draws=2)
+    assert set(df.draw) == {0, 1} and len(df) == 2 * 2 * 3 * 3
+    # With vanishing logits both normalizations are uniform: identical networks give
+    # identical residuals; different weight draws do not.
+    soft, sink = (df[df.normalization == n].residual.to_numpy() for n in ("softmax", "sinkhorn"))
+    np.testing.assert_allclose(soft, sink, rtol=1e-6, atol=1e-12)
+    by_draw = df[(df.normalization == "softmax") & (df.layer == 1)].groupby("draw").residual.mean()
+    assert by_draw[0] != by_draw[1]
+
+
+def test_log_summary_leaves_values_at_the_floor_out_and_counts_them():
+    df = pd.DataFrame({"g": [0] * 4 + [1] * 4, "residual": [1e-2, 1e-4, 0.0, 1e-20,
+                                                             1e-20, 0.0, 1e-18, 1e-3]})
+    s = log_summary(df, ["g"], floor=1e-15).set_index("g")
+    assert s.loc[0, "mean"] == pytest.approx(-3.0) and s.loc[0, "count"] == 2
+    assert s.loc[0, "at_floor"] == 2
+    assert np.isnan(s.loc[1, "mean"]) and s.loc[1, "at_floor"] == 3  # mostly floor: no mean
+
+
+def test_growth_factor_of_a_cubic_law_is_three():
+    """r_{l+1} = r_l^3 triples the digits lost per layer; a linear law keeps them constant."""
+    layers = np.arange(5)
+    cubic = pd.DataFrame({"logit_std": 1.0, "layer": layers, "mean": -0.5 * 3.0 ** layers})
+    linear = pd.DataFrame({"logit_std": 2.0, "layer": layers, "mean": -0.5 * (layers + 1)})
+    digits = digits_lost(pd.concat([cubic, linear]), floor=1e-300)
+    assert set(digits.layer) == {1, 2, 3, 4}
+    growth = growth_factors(digits)
+    assert growth[1.0] == pytest.approx(3.0)
+    assert growth[2.0] == pytest.approx((5 / 2) ** (1 / 3))  # 1 -> 2.5 digits over 3 steps
+    floor_cut = digits_lost(cubic, floor=1e-10)  # -1.5, -4.5, -13.5: the last is cut
+    assert list(floor_cut.layer) == [1, 2]
+
+
+def test_final_residuals_entropy_and_layernorm_summaries():
+    summary = pd.DataFrame({"label": ["a", "a", "b", "b"], "layer": [0, 3, 0, 3],
+                            "mean": [0.0, -8.0, 0.0, -0.5]})
+    final = final_residuals(summary, 3)
+    assert final["a"] == pytest.approx(1e-8) and final["b"] == pytest.approx(10**-0.5)
+    ent = entropy_summary(pd.DataFrame({"label": "a", "layer": [0, 1, 1], "entropy":
+                                        [np.nan, 1.0, 3.0]}), ["label", "layer"])
+    assert len(ent) == 1 and ent["mean"].item() == 2.0
+    check = layernorm_rank_check(n_tokens=10, d_model=16, ranks=[2], draws=3, seed=0)
+    table, counts = layernorm_summary(check)
+    assert counts == {"affine_changed": 3, "linear_changed": 0, "total": 3}
+    assert table.loc[2, "affine_after"] == "3–3"
+
+
+def test_claim_c1_follows_the_final_residuals():
+    growth = pd.Series([3.5, 4.0])
+    assert claims(pd.Series([1e-12, 1e-10]), 0.5, growth)[0].verdict == "reproduced"
+    assert claims(pd.Series([1e-12, 1e-3]), 0.5, growth)[0].verdict == "not reproduced"

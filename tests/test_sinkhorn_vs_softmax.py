@@ -1,0 +1,63 @@
+"""Chapter 2's experiment module: convergence tables, the error after 50 iterations, the
+entropy comparison over independent draws, and the layers-to-collapse numbers."""
+
+import numpy as np
+import pandas as pd
+import torch
+
+from rankcollapse.experiments.sinkhorn_vs_softmax import (claims, convergence,
+                                                          convergence_curves,
+                                                          entropy_comparison, entropy_table,
+                                                          error_after, layers_to, reach_gaps)
+
+
+def test_convergence_alternates_which_marginal_is_exact():
+    table = convergence(torch.randn(4, 8, 8, generator=torch.Generator().manual_seed(0)), 6)
+    assert list(table.half_steps) == [1, 2, 3, 4, 5, 6]
+    odd, even = table[table.half_steps % 2 == 1], table[table.half_steps % 2 == 0]
+    assert (odd.row_error < 1e-6).all() and (even.column_error < 1e-6).all()
+    assert even.row_error.is_monotonic_decreasing
+    curves = convergence_curves([0.5, 2.0], 3, 6, 4, torch.Generator().manual_seed(1))
+    assert set(curves.scale) == {0.5, 2.0} and len(curves) == 8
+
+
+def test_error_after_grows_with_the_logit_scale():
+    after = error_after(50, [8], [0.5, 5.0], 4, torch.Generator().manual_seed(0))
+    assert list(after.columns) == ["n = 8"] and list(after.index) == [0.5, 5.0]
+    assert after.loc[0.5, "n = 8"] < 1e-12 < after.loc[5.0, "n = 8"]
+
+
+def test_entropy_table_pairs_both_normalizations_on_the_same_draws():
+    table = entropy_table([0.1, 4.0], 6, 8, torch.Generator().manual_seed(0))
+    assert len(table) == 2 * 2 * 6 and set(table.draw) == set(range(6))
+    small = table[table.scale == 0.1].pivot(index="draw", columns="normalization",
+                                            values="entropy")
+    np.testing.assert_allclose(small.softmax, small.sinkhorn, rtol=1e-3)  # both near log n
+    assert small.softmax.max() <= np.log(8) + 1e-6
+
+
+def test_layers_to_and_reach_gaps():
+    summary = pd.DataFrame({
+        "normalization": ["softmax"] * 3 + ["sinkhorn"] * 3 + ["softmax"] * 3 + ["sinkhorn"] * 3,
+        "logit_std": [1.0] * 6 + [4.0] * 6, "layer": [0, 1, 2] * 4,
+        "mean": [0, -9, -20, 0, -5, -12, 0, -3, -9, 0, -9, -20]})
+    reach = layers_to(summary, 1e-8)
+    assert reach.loc[1.0, "softmax"] == 1 and reach.loc[1.0, "sinkhorn"] == 2
+    assert reach.loc[4.0, "softmax"] == 2 and reach.loc[4.0, "sinkhorn"] == 1
+    assert reach_gaps(reach) == {"max_gap": 1, "sinkhorn_later": 1, "softmax_later": 1,
+                                 "scales": 2}
+
+
+def test_claims_c2a_and_c9_follow_the_numbers():
+    after = pd.DataFrame({"n = 128": [1e-12, 1e-9, 1e-3]}, index=pd.Index([1.0, 2.0, 5.0]))
+    entropies = pd.concat([pd.DataFrame({"scale": s, "normalization": name, "draw": range(5),
+                                         "entropy": base * (gain if name == "sinkhorn" else 1)})
+                           for s, gain in [(1.0, 1.0), (4.0, 1.5)]
+                           for name in ("softmax", "sinkhorn")
+                           for base in [np.linspace(1, 2, 5)]])
+    table = entropy_comparison(entropies)
+    c2a, c9 = claims(after, table)
+    assert c2a.verdict == "reproduced" and "1.0e-09" in c2a.finding
+    assert list(table.verdict) == ["parity", "more"] and c9.verdict == "partly reproduced"
+    c2a, _ = claims(after, table, tolerance=1e-10)
+    assert c2a.verdict == "not reproduced"

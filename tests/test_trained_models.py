@@ -1,0 +1,115 @@
+"""Chapter 5's measurements on tiny models: shapes, masks, the claims table, the switches."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from rankcollapse.data import Dataset, Tokenizer
+from rankcollapse.experiments.trained_models import (VARIANTS, accuracy_table, analyse, claims,
+                                                     claims_table, layer_comparisons,
+                                                     layer_sentences, path_comparisons, record,
+                                                     skip_effect, switched, train_config)
+from rankcollapse.models import Switches, build_model
+from rankcollapse.profiles import Task
+from rankcollapse.training import TrainResult
+
+
+def text_data(n=12, length=8) -> Dataset:
+    tok = Tokenizer.from_texts(["a b c d e f", "a b c", "d e f g"] * 3, min_freq=1)
+    ids, mask = tok.encode(["a b c d e f g", "a b", "c d e", "f"] * (n // 4), max_len=length)
+    return Dataset("toy", "test", ids, torch.arange(n) % 2, mask, ["x", "y"], "text", "toy",
+                   vocab=tok)
+
+
+def tiny_models(data):
+    task = Task("toy", depth=3, d_model=16, n_heads=2, d_ff=32, epochs=1, batch_size=4,
+                lr=1e-3, warmup_steps=1, max_len=8)
+    torch.manual_seed(0)
+    return {name: build_model(train_config(task, data, name, 0, n_iter=10).model).eval()
+            for name in ("softmax", "sinkhorn")}
+
+
+def test_switched_restores_the_switches():
+    model = tiny_models(text_data())["softmax"]
+    with switched(model, Switches(skip=False, ffn=False)):
+        assert not model.switches.skip and not model.switches.ffn
+    assert model.switches.skip and model.switches.ffn and model.switches.layernorm
+
+
+def test_record_keeps_the_mask_and_layer_zero():
+    data = text_data()
+    out, mask = record(tiny_models(data)["sinkhorn"], data, 8, Switches(), "cpu", batch_size=3)
+    assert out.hidden.shape == (4, 8, 8, 16) and out.attention.shape == (3, 8, 2, 8, 8)
+    assert torch.equal(mask, data.mask[:8])
+    assert (out.attention[:, 1, :, 3:, :] == 0).all()  # "a b" + <cls>: 3 real tokens
+    assert (out.attention[:, 1, :, :3, :3] > 0).all()
+
+
+def test_analyse_and_claims_tables():
+    data = text_data()
+    residuals, paths = analyse({"text": tiny_models(data)}, {"text": data}, n_eval=8,
+                               n_paths=5, seed=0, device="cpu")
+    assert set(residuals.variant) == set(VARIANTS)
+    assert len(residuals) == 2 * len(VARIANTS) * 4 * 8  # norms x variants x layers x samples
+    assert residuals.residual.between(0, 2).all()
+    assert set(paths.variant) == {"full model", "without skip"} and len(paths) == 2 * 2 * 3 * 5
+    assert set(paths["sample"]) <= set(range(8))
+    comparisons = layer_comparisons(residuals)
+    assert len(comparisons) == len(VARIANTS) * 3 and (comparisons.units <= 8).all()
+    table = claims_table(comparisons)
+    assert list(table.variant) == list(VARIANTS) and set(table.task) == {"text"}
+    assert (table[["layers_more", "layers_less", "layers_parity"]].sum(axis=1) <= 3).all()
+    paths["setting"] = "toy, " + paths["variant"]
+    path_table = path_comparisons(paths)
+    assert set(path_table.setting) == {"toy, full model", "toy, without skip"}
+    c4a, c4e = claims(comparisons, path_table, {"text": "toy"})
+    assert c4a.id == "C4a" and c4e.id == "C4e" and c4a.finding.startswith("toy: ")
+
+
+def constructed(ratios: dict[str, list[float]]) -> pd.DataFrame:
+    """Residual tables where Sinkhorn = ratio x softmax at each layer, for 6 inputs."""
+    rows = []
+    for variant, per_layer in ratios.items():
+        for layer, ratio in enumerate([1.0] + per_layer):
+            for sample in range(6):
+                base = 0.1 * (1 + sample)
+                rows += [dict(task="t", variant=variant, layer=layer, sample=sample,
+                              normalization="softmax", residual=base),
+                         dict(task="t", variant=variant, layer=layer, sample=sample,
+                              normalization="sinkhorn", residual=ratio * base)]
+    return pd.DataFrame(rows)
+
+
+def test_layer_comparisons_claims_and_skip_effect_on_constructed_ratios():
+    residuals = constructed({"full model": [2.0, 2.0, 1.0], "without FFN": [2.0, 1.0, 1.0],
+                             "without skip": [0.5, 0.5, 0.5], "pure": [1.0, 1.0, 0.5]})
+    comparisons = layer_comparisons(residuals)
+    table = claims_table(comparisons).set_index("variant")
+    assert table.loc["full model", "layers_more"] == 2
+    assert table.loc["full model", "layers_parity"] == 1
+    assert table.loc["without skip", "layers_less"] == 3
+    assert table.loc["full model", "largest_ratio_layer"] == 1
+    assert table.loc["full model", "mean_log10_ratio"] == pytest.approx(2 * np.log10(2) / 3)
+    effect = skip_effect(table.reset_index()).loc["t"]
+    assert effect.with_skip > 0 > effect.without_skip
+    sentences = layer_sentences(comparisons)
+    assert sentences[("t", "full model")] == ("Sinkhorn keeps more at layers 1–2; parity at "
+                                              "layer 3.")
+    paths = pd.DataFrame([dict(setting="T, full model", depth=1, sample=s, normalization=n,
+                               residual=1.0 if n == "softmax" else 3.0)
+                          for s in range(5) for n in ("softmax", "sinkhorn")])
+    c4a, c4e = claims(comparisons, path_comparisons(paths), {"t": "T"})
+    assert c4a.verdict == "partly reproduced" and c4e.verdict == "reproduced"
+
+
+def test_accuracy_table_means_over_seeds():
+    class Cfg:
+        dataset = "toy"
+    results = {"text": {(name, seed): TrainResult(None, Cfg(), acc, 60.0, 10, [], True)
+                        for (name, seed), acc in [(("softmax", 0), 0.8), (("softmax", 1), 0.6),
+                                                  (("sinkhorn", 0), 0.9), (("sinkhorn", 1), 0.7)]}}
+    table = accuracy_table(results)
+    assert table.loc[("text", "toy", "softmax"), "accuracy"] == pd.Series([0.8, 0.6]).mean()
+    assert table.loc[("text", "toy", "sinkhorn"), "seeds"] == 2
+    assert table.loc[("text", "toy", "sinkhorn"), "train_minutes"] == 1.0
