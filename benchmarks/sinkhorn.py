@@ -16,6 +16,7 @@ from pathlib import Path
 
 import torch
 
+from rankcollapse.files import atomic_write
 from rankcollapse.timing import sinkhorn_table
 
 
@@ -27,7 +28,6 @@ def main() -> None:
     args = parser.parse_args()
     shape = tuple(int(s) for s in args.shape.split("x"))
     devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
-    args.out.mkdir(parents=True, exist_ok=True)
     for device in devices:
         torch.manual_seed(0)
         table = sinkhorn_table(device, shape, args.repeats)
@@ -37,9 +37,8 @@ def main() -> None:
         mem = sink.loc["rankcollapse.sinkhorn", "saved_for_backward_MiB"] / \
             sink.loc["rankcollapse.softmax", "saved_for_backward_MiB"]
         print(f"{device.type}: sinkhorn saves {mem:.2f}x the bytes of softmax for backward\n")
-        path = args.out / f"sinkhorn-{device.type}.csv"
-        table.to_csv(path.with_suffix(".tmp"), index=False)
-        path.with_suffix(".tmp").replace(path)  # atomic: a killed run leaves the old file
+        path = atomic_write(args.out / f"sinkhorn-{device.type}.csv",
+                            lambda tmp: table.to_csv(tmp, index=False))
         print(f"wrote {path}")
 
 

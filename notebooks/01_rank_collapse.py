@@ -108,9 +108,9 @@ fig = plots.residual_bands(pure_summary, "logit_std", "logit scale {:g}", floor=
 chapter.show(fig, "fig-pure-collapse", pure_summary)
 
 # %% [markdown]
-# {numref}`fig-pure-collapse` shows the collapse: whatever the logit scale, the residual
-# reaches rounding level within a handful of layers. The smaller the logits, the more uniform
-# the attention and the faster the collapse.
+# {numref}`fig-pure-collapse` shows the collapse: at every logit scale the residual falls
+# by many orders of magnitude within a handful of layers, until most values sit at the
+# float64 rounding floor (from there on the curves are not drawn).
 #
 # *Doubly* exponential means that $-\log r$ itself grows exponentially: under the cubic law
 # $r_{l+1} \le c\, r_l^3$ of Dong et al. (and of the paper for Sinkhorn), each layer roughly
@@ -134,7 +134,7 @@ chapter.show(plots.digits_lost_figure(digits), "fig-double-exp", digits)
 # paper for Sinkhorn). A factor above 3 is possible because the law is a bound: with small
 # constants $c$, as for random weights, layers can lose digits faster than cubically.
 #
-# ## What stops the collapse
+# ## What slows the collapse
 #
 # Real Transformer blocks add three parts around attention: a skip connection
 # ($X + \mathrm{SA}(X)$), a feed-forward network, and LayerNorm (here *pre*-LN, inside each
@@ -169,7 +169,8 @@ chapter.show(fig, "fig-block-parts", parts_summary)
 #
 # ## Does LayerNorm preserve rank?
 #
-# One related work on rank collapse states that LayerNorm is "precisely affine-rank-neutral": it keeps the dimension of the affine hull of the token set.
+# A recent preprint on rank collapse (we know only its abstract) states that LayerNorm is
+# "precisely affine-rank-neutral": it keeps the dimension of the affine hull of the token set.
 # LayerNorm first removes each token's own feature mean, then divides each token by its own
 # standard deviation. We test the claim on token sets built with a known affine rank $k$
 # (a common point plus $k$ random directions), {glue:text}`ch1_ln_draws` draws per $k$.
@@ -184,14 +185,15 @@ chapter.glue_text({"ch1_ln_verdict": rc.layernorm_sentence(ln_counts)})
 ln_table
 
 # %% [markdown]
-# The table gives the range over draws of each rank. {glue:md}`ch1_ln_verdict` Dividing
-# each token by its own standard deviation projects the tokens radially onto a sphere, which bends a flat $k$-dimensional set into a curved one
-# whose affine hull has one more dimension. What LayerNorm preserves exactly is the *linear*
-# rank of the tokens after each token's feature mean is removed (its first step): unchanged
-# in all but {glue:text}`ch1_ln_linear_changed` draws, since rescaling rows never changes a
-# matrix's rank. Either way LayerNorm cannot *create* diversity that attention destroyed,
-# which is why it did not stop the collapse above. (The related work's exact definition was
-# not available to us; with a different definition its statement may well hold.)
+# The table gives the range over draws of each rank. {glue:md}`ch1_ln_verdict`
+#
+# Why the affine rank can change: dividing each token by its own standard deviation projects
+# the tokens radially onto a sphere, which bends a flat $k$-dimensional set into a curved one
+# whose affine hull generically has one more dimension. The *linear* rank of the tokens after
+# each token's feature mean is removed (LayerNorm's first step) cannot change, since
+# rescaling rows never changes a matrix's rank. Either way LayerNorm cannot *create*
+# diversity that attention destroyed. (The preprint's exact definition was not available to
+# us; with a different definition its statement may well hold.)
 #
 # ## Rank collapse is not entropy collapse
 #
@@ -211,7 +213,8 @@ entropy = rc.entropy_summary(contrast, ["label", "layer"])
 res_summary = rc.log_summary(contrast, ["label", "layer"], floor=floor)
 ends = entropy[entropy["layer"] == settings.depth].set_index("label")["mean"]
 chapter.glue({"ch1_log_n": np.log(settings.n_tokens), "ch1_entropy_uniform": ends[pairs[0]["label"]],
-              "ch1_entropy_peaked": ends[pairs[1]["label"]]})
+              "ch1_entropy_peaked": ends[pairs[1]["label"]],
+              "ch1_contrast_skip": rc.final_residuals(res_summary, settings.depth)[pairs[1]["label"]]})
 
 # %% mystnb={"figure": {"caption": "Two different collapses. Left: relative residual (log scale). Right: mean row entropy of the attention in nats (dotted: $\\log n$, uniform rows). Small logits without skip keep the entropy maximal while the rank collapses; large logits with a skip connection drive the entropy down while the rank survives. Bands: one standard deviation over inputs and weight draws.", "name": "fig-rank-vs-entropy"}}
 fig = plots.rank_and_entropy(res_summary, entropy, np.log(settings.n_tokens))
@@ -223,22 +226,25 @@ chapter.show(fig, "fig-rank-vs-entropy",
 # In {numref}`fig-rank-vs-entropy` the uniform-attention network keeps its row entropy at
 # {glue:text}`ch1_entropy_uniform:.2f` nats (the maximum is $\log n$ =
 # {glue:text}`ch1_log_n:.2f`) while its tokens collapse; the peaked network with skips ends
-# at {glue:text}`ch1_entropy_peaked:.2f` nats while its residual stays near one. The two
+# at {glue:text}`ch1_entropy_peaked:.2f` nats while its residual ends at
+# {glue:text}`ch1_contrast_skip:.2f`. The two
 # measures answer different questions, and the rest of this book is about the first.
 #
-# ```{admonition} What this chapter finds
+# ````{admonition} What this chapter finds
 # :class: tip
 # The paper's claim, decided on this run's numbers (the rule and its thresholds are stated
 # with each verdict):
 #
-# {glue:md}`ch1_claims`
+# ```{glue:md} ch1_claims
+# :format: myst
+# ```
 #
 # Beyond the paper: the layer-by-layer effect of each block part in one figure, a numerical
-# check of the LayerNorm statement of a related work (the affine rank changed in
+# check of the LayerNorm statement of a recent preprint (the affine rank changed in
 # {glue:text}`ch1_ln_affine_changed` of {glue:text}`ch1_ln_total` draws, the linear rank of
 # the centred tokens in {glue:text}`ch1_ln_linear_changed`), and a direct contrast of rank and
 # entropy collapse. The weights are random, not trained: chapter 5 looks at trained models.
-# ```
+# ````
 
 # %% tags=["remove-cell"]
 chapter.glue_claims("ch1_claims", rc.claims(

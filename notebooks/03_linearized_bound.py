@@ -139,7 +139,7 @@ chapter.show(fig, "fig-cubic", layer)
 # {glue:text}`ch3_c_meas_softmax:.3g`), while the norm bound gives
 # $c$ = {glue:text}`ch3_c_pred:.3g`: a factor {glue:text}`ch3_looseness:.1f` too large even
 # where the expansion is exact, because sub-multiplicativity of the norm ignores how the
-# factors align. Our constant scales as $1/n$. The constant attributed to the paper,
+# factors align. Our constant carries a factor $1/n$. The constant attributed to the paper,
 # $\lambda\beta n^3/d_{qk}$, grows as $n^3$; if that attribution is right, the paper's bound is
 # looser still, by a factor of order $n^4$, which is consistent with the paper naming the
 # bound's tightness as a limitation.
@@ -154,19 +154,19 @@ chapter.show(fig, "fig-cubic", layer)
 depth = 6
 heads = [random_head(d, d_qk, logit_std=1.0, generator=gen) for _ in range(depth)]
 stacks = lb.stack_table(x0, z, (0.01, 0.03, 0.1), heads, n_iter=settings.n_iter)
-bound_holds, bound_checked = lb.bound_check(stacks)
-chapter.glue({"ch3_depth": depth, "ch3_bound_holds": bound_holds,
-              "ch3_bound_checked": bound_checked})
+bound = lb.bound_check(stacks)
+chapter.glue({"ch3_depth": depth, "ch3_bound_holds": "Yes" if bound[0] else "No",
+              "ch3_bound_checked": bound[1], "ch3_bound_deepest": bound[2]})
 
-# %% mystnb={"figure": {"caption": "Pure attention stack of random heads: measured spectral norm of the residual (solid: softmax; dotted: Sinkhorn) and the first-order $L$-layer bound (dashed), log scale, for three starting residual sizes $s$ (colours). The measured curves stop at float64 rounding (about $10^{-14}$ here, relative to the token norm); the bound keeps falling as $3^L$.", "name": "fig-depth-bound"}}
+# %% mystnb={"figure": {"caption": "Pure attention stack of random heads: measured spectral norm of the residual (softmax blue, hollow; Sinkhorn red) and the first-order $L$-layer bound (grey), log scale, for three starting residual sizes $s$ (line styles). The measured curves flatten at float64 rounding (about $10^{-14}$ here, relative to the token norm); the bound keeps falling as $3^L$.", "name": "fig-depth-bound"}}
 chapter.show(plots.depth_bound_figure(stacks), "fig-depth-bound", stacks)
 
 # %% [markdown]
-# The bound holds at every layer above rounding level (checked on
-# {glue:text}`ch3_bound_checked` layer/start/normalization combinations: holds =
-# {glue:text}`ch3_bound_holds`) and both normalizations fall as fast as it predicts
-# ({numref}`fig-depth-bound`): the residual loses digits at a rate that triples per layer
-# until float64 can no longer represent it, after two to four layers.
+# Is the measured residual at or below the bound at every layer above the float64 rounding
+# floor ({numref}`fig-depth-bound`)? {glue:text}`ch3_bound_holds`, at the
+# {glue:text}`ch3_bound_checked` (layer, start, normalization) points checked, which lie in
+# layers 1 to {glue:text}`ch3_bound_deepest`: deeper layers are at the floor. Over the layers
+# float64 can follow, the bound holds; so few layers cannot show the exponent $3^L$ itself.
 #
 # ## Where the small-logit regime ends
 #
@@ -197,8 +197,7 @@ chapter.show(plots.regime_figure(sweep), "fig-regime", sweep)
 # large logits both fall far below the formula: attention sharpens, mixes less, and the
 # cubic law no longer describes the layer. Over the whole sweep the bound overestimates the
 # measured residual by a factor between {glue:text}`ch3_loose_min:.1f` and
-# {glue:text}`ch3_loose_max:.3g` (right): loose by about an order of magnitude in the
-# regime, and by far more outside it.
+# {glue:text}`ch3_loose_max:.3g` (right).
 #
 # ## Softmax and Sinkhorn agree at first order
 #
@@ -223,16 +222,18 @@ chapter.show(plots.gap_figure(gap), "fig-first-order-equal", gap.reset_index())
 # or from how attention matrices at different layers relate to each other. Chapter 4 tests the
 # second possibility.
 #
-# ```{admonition} What this chapter finds
+# ````{admonition} What this chapter finds
 # :class: tip
 # The paper's theorem, decided on this run's numbers:
 #
-# {glue:md}`ch3_claims`
+# ```{glue:md} ch3_claims
+# :format: myst
+# ```
 #
 # Beyond the paper: an explicit first-order derivation for both normalizations (this
 # book's), numerical checks of each step, the measured looseness of the norm bound, where the
 # small-logit regime ends, and the first-order equality of softmax and Sinkhorn.
-# ```
+# ````
 
 # %% tags=["remove-cell"]
-chapter.glue_claims("ch3_claims", lb.claims(cubic, bound_holds, sweep))
+chapter.glue_claims("ch3_claims", lb.claims(cubic, bound, sweep))

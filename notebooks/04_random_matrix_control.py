@@ -39,9 +39,11 @@ settings = chapter.settings
 
 # %%
 import pandas as pd
+import torch
 
 from rankcollapse import plots
 from rankcollapse.experiments import random_matrix_control as rm
+from rankcollapse.measures import rounding_floor
 from rankcollapse.stats import LEVEL, MARGIN
 
 layers, heads, n = settings.depth, settings.n_heads, settings.n_tokens
@@ -66,7 +68,7 @@ chapter.glue({"ch4_layers": layers, "ch4_paths": settings.paths_per_pool, "ch4_h
 #
 # ```{admonition} What counts as an independent sample
 # :class: note
-# Paths drawn from one set of matrices share those matrices: a hundred paths through
+# Paths drawn from one set of matrices share those matrices: many paths through
 # {glue:text}`ch4_layers` layers of a few random matrices are far from a hundred independent
 # observations, and resampling them as if they were makes any small difference look
 # certain. So every experiment here is repeated on {glue:text}`ch4_pools` independent
@@ -84,8 +86,8 @@ chapter.glue({"ch4_layers": layers, "ch4_paths": settings.paths_per_pool, "ch4_h
 # ```{admonition} Distribution of the random matrices
 # :class: note
 # The paper's exact distribution is not known to us. We draw the logits i.i.d.
-# $\mathcal N(0, \sigma^2)$, with $\sigma = 1$ (the typical scale of trained attention logits
-# at initialization), as {glue:text}`ch4_layers` layers × {glue:text}`ch4_heads` heads ×
+# $\mathcal N(0, \sigma^2)$, with $\sigma = 1$ (what the scaled dot product gives for
+# unit-variance queries and keys), as {glue:text}`ch4_layers` layers × {glue:text}`ch4_heads` heads ×
 # {glue:text}`ch4_batch` inputs of size $n\times n$ per pool, and normalize them by softmax or
 # by Sinkhorn (50 iterations).
 # ```
@@ -184,21 +186,23 @@ chapter.show(plots.ratio_figure(corr_adv), "fig-correlated", corr_adv)
 chains = {f"{'skip + LN' if skip else 'pure'}, logit scale {s:g}": rm.network_pool(
     settings.d_model, heads, layers, batch, n, skip, s, settings.n_iter, chapter.device)
     for skip in (False, True) for s in (1.0, 4.0)}
-net_adv = rm.advantage(rm.pooled_paths(chains, **paths))
+net_adv = rm.advantage(rm.pooled_paths(chains, **paths), floor=rounding_floor(torch.float32))
 net_sentences = rm.verdicts(net_adv)
 
 # %% tags=["remove-cell"]
 chapter.glue_text({f"ch4_net{i}_verdict": net_sentences[label] for i, label in enumerate(chains)})
 
 # %% mystnb={"figure": {"caption": "Test (b): ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth, attention computed by random-weight networks with and without skip connections, at two logit scales; geometric mean over independent networks with 95% bootstrap intervals. Depths where both products are rank one to machine precision in most networks give no ratio and are not drawn.", "name": "fig-network-chains"}}
-chapter.show(plots.ratio_figure(net_adv[net_adv["ratio"] > 0], list(chains), figsize=(6.5, 3.8)),
+chapter.show(plots.ratio_figure(net_adv.dropna(subset=["low"]), list(chains), figsize=(6.5, 3.8)),
              "fig-network-chains", net_adv)
 
 # %% [markdown]
 # The pure networks collapse within a few layers (chapter 1), after which every attention
-# matrix is uniform and every path product is rank one for both normalizations; their ratios
-# carry no information beyond the first layers. With skip connections and LayerNorm the
-# attention stays informative. Per network:
+# matrix is uniform and every path product is rank one for both normalizations. A pool whose
+# median product is rank one to machine precision (the float32 rounding floor: the networks
+# compute in float32) carries no information and is left out; a depth with fewer than three
+# pools left is inconclusive. With skip connections and LayerNorm the hidden states do not
+# collapse (chapter 1). Per network:
 #
 # - pure, logit scale 1: {glue:md}`ch4_net0_verdict`
 # - pure, logit scale 4: {glue:md}`ch4_net1_verdict`
@@ -211,12 +215,14 @@ chapter.show(plots.ratio_figure(net_adv[net_adv["ratio"] > 0], list(chains), fig
 # that correlation between random logits does not. These networks are untrained and, in the
 # `ci` profile, small; chapter 5 asks the same question of trained models.
 #
-# ```{admonition} What this chapter finds
+# ````{admonition} What this chapter finds
 # :class: tip
 # The paper's control and its hypothesis, decided on this run's numbers with the rule above:
 #
-# {glue:md}`ch4_claims`
+# ```{glue:md} ch4_claims
+# :format: myst
 # ```
+# ````
 
 # %% tags=["remove-cell"]
 chapter.glue_claims("ch4_claims", rm.claims(

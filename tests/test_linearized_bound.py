@@ -69,10 +69,10 @@ def test_regime_sweep_uses_the_one_logit_scale():
 def test_bound_check_and_claims_follow_the_numbers():
     stacks = pd.DataFrame({"layer": [0, 1, 2, 3], "log10_residual": [0, -3, -9, -20],
                            "log10_bound": [0, -2, -8, -30]})
-    assert bound_check(stacks) == (True, 2)  # layer 3 is below the rounding floor
+    assert bound_check(stacks) == (True, 2, 2)  # layer 3 is below the rounding floor
     assert bound_check(stacks.assign(log10_bound=[0, -4, -8, -30]))[0] is False
     sweep = pd.DataFrame({"logit_norm": [0.01, 0.05, 3.0], "looseness": [2.0, 1.5, 0.5]})
-    good = claims({"softmax": 3.01, "sinkhorn": 2.98}, True, sweep)
+    good = claims({"softmax": 3.01, "sinkhorn": 2.98}, (True, 2, 2), sweep)
     assert [c.verdict for c in good] == ["reproduced"] * 3
-    bad = claims({"softmax": 2.5, "sinkhorn": 3.0}, False, sweep.assign(looseness=0.5))
+    bad = claims({"softmax": 2.5, "sinkhorn": 3.0}, (False, 2, 2), sweep.assign(looseness=0.5))
     assert [c.verdict for c in bad] == ["not reproduced"] * 3

@@ -76,8 +76,11 @@ def test_claims_follow_the_verdicts():
                              "ratio": 1.0, "low": 0.9, "high": 1.1, "units": 8,
                              "excluded": 0, "verdict": verdicts_})
     table = pd.concat([adv("ind", ["parity"] * 3), adv("idt", ["parity", "less", "less"]),
-                       adv("net", ["more", "parity", "inconclusive"])])
+                       adv("net", ["more", "more", "inconclusive"]),
+                       adv("one", ["more", "parity", "parity"])])
     c6a, c6b, c6d = claims(table, "ind", "idt", ["net"])
     assert (c6a.verdict, c6b.verdict, c6d.verdict) == ("reproduced", "partly reproduced",
                                                         "partly reproduced")
+    # depth 1 is one matrix, not a chain: it does not count for the hypothesis
+    assert claims(table, "ind", "idt", ["one"])[2].verdict == "not reproduced"
     assert verdicts(table)["idt"] == "Sinkhorn keeps less at depths 2–3; parity at depth 1."

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 import torch
 
+from rankcollapse.experiments import rank_collapse as rc
 from rankcollapse.experiments.rank_collapse import (claims, digits_lost, entropy_summary,
                                                     final_residuals, growth_factors,
                                                     layernorm_rank_check, layernorm_summary,
@@ -93,6 +94,12 @@ def test_final_residuals_entropy_and_layernorm_summaries():
     check = layernorm_rank_check(n_tokens=10, d_model=16, ranks=[2], draws=3, seed=0)
     table, counts = layernorm_summary(check)
     assert counts == {"affine_changed": 3, "linear_changed": 0, "total": 3}
+    assert rc.layernorm_sentence(counts) == (
+        "**The statement, as we read it, does not hold**: in 3 of 3 draws the affine rank "
+        "changed. The linear rank of the centred tokens was kept in every draw.")
+    assert rc.layernorm_sentence({"affine_changed": 0, "linear_changed": 1, "total": 4}) == (
+        "**The statement holds in all 4 draws**: the affine rank never changed. The linear "
+        "rank of the centred tokens was kept in 3 of 4 draws (1 changed).")
     assert table.loc[2, "affine_after"] == "3–3"
 
 

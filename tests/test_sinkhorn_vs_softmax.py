@@ -40,12 +40,17 @@ def test_layers_to_and_reach_gaps():
     summary = pd.DataFrame({
         "normalization": ["softmax"] * 3 + ["sinkhorn"] * 3 + ["softmax"] * 3 + ["sinkhorn"] * 3,
         "logit_std": [1.0] * 6 + [4.0] * 6, "layer": [0, 1, 2] * 4,
-        "mean": [0, -9, -20, 0, -5, -12, 0, -3, -9, 0, -9, -20]})
+        "mean": [0, -9, -20, 0, -5, -12, 0, -3, -9, 0, -9, -20],
+        "count": 10, "at_floor": 0})
     reach = layers_to(summary, 1e-8)
     assert reach.loc[1.0, "softmax"] == 1 and reach.loc[1.0, "sinkhorn"] == 2
     assert reach.loc[4.0, "softmax"] == 2 and reach.loc[4.0, "sinkhorn"] == 1
     assert reach_gaps(reach) == {"max_gap": 1, "sinkhorn_later": 1, "softmax_later": 1,
-                                 "scales": 2}
+                                 "scales": 2, "latest": 2, "never": 0}
+    # a layer mostly at the rounding floor has no mean but has collapsed: it counts as reached
+    floored = summary.copy()
+    floored.loc[4, ["mean", "count", "at_floor"]] = [np.nan, 2, 8]  # sinkhorn, scale 1, layer 1
+    assert layers_to(floored, 1e-8).loc[1.0, "sinkhorn"] == 1
 
 
 def test_claims_c2a_and_c9_follow_the_numbers():

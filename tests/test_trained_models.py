@@ -7,7 +7,8 @@ import torch
 
 from rankcollapse.data import Dataset, Tokenizer
 from rankcollapse.experiments.trained_models import (VARIANTS, accuracy_table, analyse, claims,
-                                                     claims_table, layer_comparisons,
+                                                     claims_table, early_contrast,
+                                                     layer_comparisons, skip_contrast,
                                                      layer_sentences, path_comparisons, record,
                                                      skip_effect, switched, train_config)
 from rankcollapse.models import Switches, build_model
@@ -101,6 +102,36 @@ def test_layer_comparisons_claims_and_skip_effect_on_constructed_ratios():
                           for s in range(5) for n in ("softmax", "sinkhorn")])
     c4a, c4e = claims(comparisons, path_comparisons(paths), {"t": "T"})
     assert c4a.verdict == "partly reproduced" and c4e.verdict == "reproduced"
+
+
+def test_early_and_skip_contrasts_decide_c4b_and_c4c():
+    """Full model: ratio 4 in layers 1-2, 1 in 3-4 (early advantage); variants with skips
+    ratio 2, without 1 (skip advantage); each input is a unit."""
+    residuals = constructed({"full model": [4.0, 4.0, 1.0, 1.0], "without FFN": [2.0] * 4,
+                             "without skip": [1.0] * 4, "pure": [1.0] * 4})
+    early, skips = early_contrast(residuals), skip_contrast(residuals)
+    assert early.verdict.item() == "more" and early.ratio.item() == pytest.approx(4.0)
+    assert skips.verdict.item() == "more"
+    assert skips.ratio.item() == pytest.approx(2.0)  # (log 4 + log 4 + 4 log 2) / 8 = log 2
+    reverse = constructed({"full model": [1.0, 1.0, 4.0, 4.0], "without skip": [3.0] * 4})
+    assert early_contrast(reverse).verdict.item() == "less"
+    assert skip_contrast(reverse).verdict.item() == "less"
+    comparisons = layer_comparisons(residuals)
+    claims_ = claims(comparisons, path_comparisons(pd.DataFrame(
+        [dict(setting="T, full model", depth=1, sample=s, normalization=n, residual=1.0)
+         for s in range(5) for n in ("softmax", "sinkhorn")])), {"t": "T"},
+        early=early, skips=skips)
+    assert [c.id for c in claims_] == ["C4a", "C4b", "C4c", "C4e"]
+    assert claims_[1].verdict == claims_[2].verdict == "reproduced"
+    assert "larger early" in claims_[1].finding
+
+
+def test_claims_table_leaves_out_layers_mostly_at_the_floor():
+    residuals = constructed({"full model": [2.0, 3.0, 5.0]})
+    residuals.loc[(residuals.layer == 3) & (residuals["sample"] < 5), "residual"] = 1e-9
+    table = claims_table(layer_comparisons(residuals)).iloc[0]
+    assert table.layers_at_floor == 1 and table.largest_ratio_layer == 2
+    assert table.mean_log10_ratio == pytest.approx((np.log10(2) + np.log10(3)) / 2)
 
 
 def test_accuracy_table_means_over_seeds():

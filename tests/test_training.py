@@ -86,11 +86,11 @@ sys.path.insert(0, {tests!r})
 from test_training import config, toy
 from rankcollapse.training import train
 import rankcollapse.training as t
-step = t._step
+step = t.optimizer_step
 def slow_step(*a, **k):
     time.sleep(0.05)  # so that the kill lands mid-run
     return step(*a, **k)
-t._step = slow_step
+t.optimizer_step = slow_step
 train(config(epochs=6), toy(96, 0), toy(32, 1), {cache!r}, "cpu", quiet=True)
 """
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import MaxNLocator
 import pandas as pd
 import seaborn as sns
 
@@ -76,6 +77,7 @@ def residual_bands(summary: pd.DataFrame, hue: str, label: str = "{}", style: st
                           label=label.format(*key))
     if floor:
         ax.axhline(floor, color="grey", linestyle=":", linewidth=1)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set(xlabel="layer $l$ (0 = input)", ylabel="relative residual $r(X_l)$", title=title)
     ax.legend(ncol=2 if summary[keys].drop_duplicates().shape[0] > 4 else 1, fontsize="x-small")
     return fig
@@ -184,9 +186,10 @@ def loglog_points(table: pd.DataFrame, x: str, y: str, labels: dict[str, str], x
     """`y` against `x` (log-log) per normalization, as markers in its colour; `guide`: extra
     lines, columns x, y, label, style."""
     fig, ax = plt.subplots(figsize=figsize)
-    for name, g in table.groupby("normalization"):
+    for name, g in table.groupby("normalization"):  # softmax hollow and larger: both visible
         ax.plot(g[x], g[y], "o-" if guide is None else "o", color=NORMALIZATION_COLORS[name],
-                label=labels.get(name, name), markersize=5 if name == "softmax" else 3)
+                label=labels.get(name, name), markersize=7 if name == "softmax" else 3,
+                markerfacecolor="none" if name == "softmax" else NORMALIZATION_COLORS[name])
     for label, g in ([] if guide is None else guide.groupby("label", sort=False)):
         ax.plot(g["x"], g["y"], g["style"].iloc[0], color="grey" if g["style"].iloc[0] == "-"
                 else "black", linewidth=0.8, label=label)
@@ -196,19 +199,23 @@ def loglog_points(table: pd.DataFrame, x: str, y: str, labels: dict[str, str], x
 
 
 def depth_bound_figure(stacks: pd.DataFrame):
-    """Measured residual (solid softmax, dotted Sinkhorn) and the L-layer bound (dashed)
-    against layer, one colour per starting residual size."""
-    fig, ax = plt.subplots(figsize=(6, 3.8))
-    palette = colors(sorted(stacks["start"].unique()))
+    """Measured residual against layer, softmax (blue, hollow) and Sinkhorn (red), with the
+    first-order L-layer bound (grey), one line style per starting residual size s; the
+    legend sits outside the axes so that it hides no curve."""
+    fig, ax = plt.subplots(figsize=(7.5, 3.8))
+    styles = {s: LINESTYLES[i % 4] for i, s in enumerate(sorted(stacks["start"].unique()))}
     for (s, name), g in stacks.groupby(["start", "normalization"]):
-        ax.plot(g["layer"], 10 ** g["log10_residual"], "-" if name == "softmax" else ":",
-                marker="o", markersize=3, color=palette[s],
-                label=f"s = {s:g}" if name == "softmax" else None)
+        ax.plot(g["layer"], 10 ** g["log10_residual"], styles[s], marker="o",
+                color=NORMALIZATION_COLORS[name], markersize=7 if name == "softmax" else 3,
+                markerfacecolor="none" if name == "softmax" else NORMALIZATION_COLORS[name],
+                label=f"{name}, s = {s:g}")
         if name == "softmax":
-            ax.plot(g["layer"], 10 ** g["log10_bound"], "--", color=palette[s], linewidth=0.8)
+            ax.plot(g["layer"], 10 ** g["log10_bound"], styles[s], color="grey", linewidth=0.8,
+                    label=f"bound, s = {s:g}")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set(yscale="log", ylim=(1e-40, 10), xlabel="layer $l$",
            ylabel="$\\|\\mathrm{res}(X_l)\\|_2$")
-    ax.legend(title="start (solid softmax, dotted Sinkhorn, dashed bound)", fontsize="x-small")
+    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1))
     return fig
 
 

@@ -175,14 +175,25 @@ def describe(results: pd.DataFrame, x: str, noun: str = "depth",
         if where:
             plural = noun + ("s" if len(where) > 1 else "")
             parts.append(f"{words[verdict]} at {plural} {ranges(where)}")
-    text = "; ".join(parts) or "no comparison"
-    return text[0].upper() + text[1:] + "."
+    return ("; ".join(parts) or "no comparison") + "."
 
 
 # ----------------------------------------------------------------------------- claims
 
 CLAIM_VERDICTS = ("reproduced", "partly reproduced", "not reproduced", "contradicted",
                   "not testable here")
+COMPARISON_RULE = (
+    "Each comparison is Sinkhorn / softmax over independent units (weight draws, pools of "
+    "random matrices, networks or test inputs), as the geometric mean of paired ratios with a "
+    f"{LEVEL:.0%} bootstrap interval over units; *parity* when the whole interval lies within "
+    f"the stated margin around 1 (±{MARGIN:.0%} unless said otherwise; parity takes precedence "
+    "even if the interval excludes 1), *Sinkhorn keeps more* (*less*) when it lies above "
+    "(below) 1, *inconclusive* otherwise.")
+CLAIM_RULE = (
+    "A claim is *reproduced* when every comparison that decides it agrees with the paper, "
+    "*partly reproduced* when some do (the finding says which), *contradicted* when none does "
+    "and some show the opposite, *not reproduced* otherwise; a claim decided by a numerical "
+    "check is reproduced when the check, stated with it, passes.")
 _OPPOSITE = {"more": "less", "less": "more"}
 
 
@@ -234,5 +245,5 @@ class Claim:
 
 
 def claims_markdown(claims: list[Claim]) -> str:
-    """A bullet list of claims for a chapter's summary box."""
-    return "\n".join(c.markdown() for c in claims)
+    """A bullet list of claims for a chapter's summary box, followed by the rules."""
+    return "\n".join(c.markdown() for c in claims) + f"\n\n{COMPARISON_RULE} {CLAIM_RULE}"

@@ -101,3 +101,81 @@ def sinkhorn_table(device: torch.device, shape: tuple[int, ...], repeats: int,
         "torch": torch.__version__, "threads": torch.get_num_threads(),
         "rankcollapse": __version__,
     } for name, fn in impls.items()])
+
+
+# ----------------------------------------------------------------------------- training steps
+
+# The Vision Transformers timed by `train_step_table` (28 x 28 single-channel images).
+TRAIN_SHAPES = {
+    "ci": dict(depth=6, d_model=64, n_heads=4, patch=7, batch=128),  # 16 + 1 tokens
+    "paper": dict(depth=24, d_model=128, n_heads=4, patch=4, batch=32),  # 49 + 1 tokens
+}
+PHASES = ("forward", "backward", "step")
+
+
+def _timed(device: torch.device, fn: Callable[[], object]) -> float:
+    _sync(device)
+    start = time.perf_counter()
+    fn()
+    _sync(device)
+    return time.perf_counter() - start
+
+
+def _training_phases(shape: dict, normalization: str, device: torch.device, n_iter: int,
+                     seed: int) -> dict[str, Callable[[], float]]:
+    """For one ViT: functions that each run one phase of a training step and return its time
+    in seconds (forward with the graph built; backward of a fresh forward; the whole
+    optimizer step as training does it)."""
+    from .models import EncoderConfig, ModelConfig, build_model
+    from .training import optimizer_step
+
+    torch.manual_seed(seed)
+    encoder = EncoderConfig(d_model=shape["d_model"], n_heads=shape["n_heads"],
+                            depth=shape["depth"], d_ff=2 * shape["d_model"],
+                            normalization=normalization, n_iter=n_iter)
+    model = build_model(ModelConfig("image", 10, encoder, image_size=28, patch=shape["patch"]))
+    model = model.to(device).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    g = torch.Generator().manual_seed(seed)
+    x = torch.rand(shape["batch"], 1, 28, 28, generator=g).to(device)
+    y = torch.randint(10, (shape["batch"],), generator=g).to(device)
+    loss = lambda: torch.nn.functional.cross_entropy(model(x)[0], y)  # noqa: E731
+
+    def backward() -> float:
+        value = loss()
+        return _timed(device, value.backward)
+
+    return {"forward": lambda: _timed(device, loss), "backward": backward,
+            "step": lambda: _timed(device, lambda: optimizer_step(model, optimizer,
+                                                                  (x, None, y), 1e-4))}
+
+
+def train_step_table(shapes: list[str], device: torch.device, repeats: int = 10,
+                     n_iter: int = 50, seed: int = 0) -> pd.DataFrame:
+    """Sinkhorn against softmax for the same ViT (`TRAIN_SHAPES`), per phase of a training
+    step: median times and the median over interleaved rounds of the per-round ratio
+    Sinkhorn / softmax (each round runs every phase of both models in turn)."""
+    rows = []
+    for name in shapes:
+        shape = TRAIN_SHAPES[name]
+        phases = {norm: _training_phases(shape, norm, device, n_iter, seed)
+                  for norm in ("softmax", "sinkhorn")}
+        for fns in phases.values():  # warm-up: allocator, lazy initialisation
+            for fn in fns.values():
+                fn()
+        times = {(norm, phase): [] for norm in phases for phase in PHASES}
+        for _ in range(repeats):
+            for phase in PHASES:
+                for norm, fns in phases.items():
+                    times[(norm, phase)].append(fns[phase]())
+        tokens = (28 // shape["patch"]) ** 2 + 1
+        for phase in PHASES:
+            soft, sink = times[("softmax", phase)], times[("sinkhorn", phase)]
+            rows.append({"shapes": name, "model": f"{shape['depth']} layers, width "
+                         f"{shape['d_model']}, {shape['n_heads']} heads, {tokens} tokens, "
+                         f"batch {shape['batch']}", "phase": phase, "device": device.type,
+                         "softmax_ms": 1e3 * statistics.median(soft),
+                         "sinkhorn_ms": 1e3 * statistics.median(sink),
+                         "ratio": statistics.median(b / a for a, b in zip(soft, sink)),
+                         "repeats": repeats, "threads": torch.get_num_threads()})
+    return pd.DataFrame(rows)

@@ -161,7 +161,7 @@ def train(cfg: TrainConfig, train_data: Dataset, test_data: Dataset,
         epoch, index_in_epoch = divmod(state["step"], per_epoch)
         order = epoch_order(len(train_data), cfg.seed, epoch)
         index = order[index_in_epoch * cfg.batch_size:(index_in_epoch + 1) * cfg.batch_size]
-        loss = _step(model, optimizer, _batch(train_data, index, dev),
+        loss = optimizer_step(model, optimizer, _batch(train_data, index, dev),
                      learning_rate(state["step"], total, cfg), cfg.bf16 and dev.type == "cuda")
         state["epoch_loss"] += loss
         state["step"] += 1
@@ -185,7 +185,7 @@ def train(cfg: TrainConfig, train_data: Dataset, test_data: Dataset,
     return _finish(run, cfg, model, state, test_data, evaluate(model, test_data, dev))
 
 
-def _step(model: Classifier, optimizer, batch, lr: float, bf16: bool) -> float:
+def optimizer_step(model: Classifier, optimizer, batch, lr: float, bf16: bool = False) -> float:
     """One optimizer step on `batch`; returns the loss."""
     x, mask, y = batch
     for group in optimizer.param_groups:

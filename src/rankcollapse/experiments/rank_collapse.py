@@ -159,12 +159,16 @@ def parts_sentence(final: pd.Series, threshold: float = 1e-2) -> str:
 
 
 def layernorm_sentence(counts: dict[str, int]) -> str:
-    """The verdict on "LayerNorm is affine-rank-neutral" from `layernorm_summary`'s counts."""
-    changed, total = counts["affine_changed"], counts["total"]
-    if changed == 0:
-        return f"**The statement holds in all {total} draws**: the affine rank never changed."
-    return (f"**The statement, as we read it, does not hold**: in {changed} of {total} draws "
-            f"the affine rank changed.")
+    """The verdict on "LayerNorm is affine-rank-neutral" from `layernorm_summary`'s counts,
+    and what happened to the linear rank of the centred tokens."""
+    changed, total, linear = counts["affine_changed"], counts["total"], counts["linear_changed"]
+    verdict = (f"**The statement holds in all {total} draws**: the affine rank never changed."
+               if changed == 0 else
+               f"**The statement, as we read it, does not hold**: in {changed} of {total} "
+               f"draws the affine rank changed.")
+    kept = ("in every draw" if linear == 0
+            else f"in {total - linear} of {total} draws ({linear} changed)")
+    return f"{verdict} The linear rank of the centred tokens was kept {kept}."
 
 
 def claims(pure_final: pd.Series, skip_final: float, growth: pd.Series,

@@ -61,30 +61,41 @@ def entropy_table(scales, draws: int, n: int, generator: torch.Generator) -> pd.
 
 def layers_to(summary: pd.DataFrame, threshold: float) -> pd.DataFrame:
     """First layer at which the geometric-mean residual is below `threshold`, per logit
-    scale (rows) and normalization (columns); NaN where it never is."""
-    below = summary[summary["mean"] < np.log10(threshold)]
+    scale (rows) and normalization (columns); a layer whose values are mostly at the
+    rounding floor (no mean, see `log_summary`) counts as below. NaN where none is."""
+    at_floor = summary["mean"].isna() & (summary["at_floor"] > summary["count"])
+    below = summary[(summary["mean"] < np.log10(threshold)) | at_floor]
     first = below.groupby(["normalization", "logit_std"])["layer"].min()
     return first.unstack("normalization").reindex(sorted(summary["logit_std"].unique()))
 
 
 def reach_gaps(reach: pd.DataFrame) -> dict[str, int]:
     """From `layers_to`: the largest difference in layers between the two normalizations,
-    and at how many logit scales each one reaches the threshold later."""
+    at how many logit scales each one reaches the threshold later, the latest layer at which
+    any configuration reaches it, and how many never do (-1 for the latest if none does)."""
     gap = reach["sinkhorn"] - reach["softmax"]
+    reached = reach.stack().dropna()
     return {"max_gap": int(gap.abs().max()), "sinkhorn_later": int((gap > 0).sum()),
-            "softmax_later": int((gap < 0).sum()), "scales": len(reach)}
+            "softmax_later": int((gap < 0).sum()), "scales": len(reach),
+            "latest": int(reached.max()) if len(reached) else -1,
+            "never": int(reach.isna().to_numpy().sum())}
+
+
+ENTROPY_MARGIN = 0.01  # entropies in nats of rows that are all near log n: 1% is a real change
 
 
 def entropy_comparison(entropies: pd.DataFrame) -> pd.DataFrame:
     """Row entropy, Sinkhorn / softmax, per logit scale over the independent draws of
-    `entropy_table` (`stats.compare_table`, unit "draw")."""
-    return compare_table(entropies, unit="draw", by=["scale"], value="entropy")
+    `entropy_table` (`stats.compare_table`, unit "draw", parity margin `ENTROPY_MARGIN`)."""
+    return compare_table(entropies, unit="draw", by=["scale"], value="entropy",
+                         margin=ENTROPY_MARGIN)
 
 
 def entropy_sentence(entropy: pd.DataFrame) -> str:
     """`stats.describe` of `entropy_comparison` over logit scales."""
     return describe(entropy, "scale", "logit scale", more="Sinkhorn rows spread more",
-                    less="Sinkhorn rows spread less")
+                    less="Sinkhorn rows spread less") + \
+        f" (Parity here: within ±{ENTROPY_MARGIN:.0%}.)"
 
 
 def claims(after: pd.DataFrame, entropy: pd.DataFrame, paper_n: int = 128,

@@ -21,7 +21,7 @@ from ..measures import layer_table, relative_residual, rounding_floor
 from ..models import Classifier, EncoderConfig, EncoderOutput, ModelConfig, Switches
 from ..normalizations import NORMALIZATIONS
 from ..profiles import Task
-from ..stats import Claim, claim_verdict, compare_table, describe
+from ..stats import VERDICTS, Claim, claim_verdict, compare, compare_table, describe
 from ..training import TrainConfig, TrainResult, train
 from .random_matrix_control import path_residuals
 
@@ -150,18 +150,29 @@ def layer_comparisons(residuals: pd.DataFrame) -> pd.DataFrame:
 
 def claims_table(comparisons: pd.DataFrame) -> pd.DataFrame:
     """Per task and variant, from `layer_comparisons`: at how many layers each verdict holds,
-    the mean log10 ratio over layers, and the layer where the ratio is largest."""
+    how many layers are mostly at the rounding floor (fewer than half of the inputs usable),
+    and over the other layers the mean log10 ratio and the layer where it is largest."""
     rows = []
     for (task, variant), g in comparisons.groupby(["task", "variant"], sort=False):
-        log_ratio = np.log10(g["ratio"])
-        best = g.loc[log_ratio.idxmax()]
+        usable = g[g["units"] >= g["excluded"]]
+        log_ratio = np.log10(usable["ratio"])
+        best = usable.loc[log_ratio.idxmax()] if len(usable) else None
         counts = g["verdict"].value_counts()
         rows.append({"task": task, "variant": variant,
-                     **{f"layers_{v}": int(counts.get(v, 0)) for v in ("more", "less", "parity")},
-                     "layers": len(g), "mean_log10_ratio": float(log_ratio.mean()),
-                     "largest_ratio_layer": int(best["layer"]),
-                     "largest_log10_ratio": float(np.log10(best["ratio"]))})
+                     **{f"layers_{v}": int(counts.get(v, 0)) for v in VERDICTS},
+                     "layers_at_floor": len(g) - len(usable), "layers": len(g),
+                     "mean_log10_ratio": float(log_ratio.mean()),
+                     "largest_ratio_layer": int(best["layer"]) if best is not None else -1,
+                     "largest_log10_ratio": float(log_ratio.max())})
     return pd.DataFrame(rows)
+
+
+TABLE_HEADERS = {"task": "task", "variant": "inference variant",
+                 "layers_more": "layers: Sinkhorn more", "layers_less": "layers: Sinkhorn less",
+                 "layers_parity": "layers: parity", "layers_inconclusive": "layers: inconclusive",
+                 "layers_at_floor": "layers at the floor", "layers": "layers",
+                 "mean_log10_ratio": "mean log10 ratio", "largest_ratio_layer": "largest at layer",
+                 "largest_log10_ratio": "largest log10 ratio"}
 
 
 def layer_sentences(comparisons: pd.DataFrame) -> dict[tuple[str, str], str]:
@@ -171,8 +182,9 @@ def layer_sentences(comparisons: pd.DataFrame) -> dict[tuple[str, str], str]:
 
 
 def skip_effect(table: pd.DataFrame, with_skip=("full model", "without FFN")) -> pd.DataFrame:
-    """Per task, the mean log10 ratio (from `claims_table`) averaged over the variants with
-    skip connections and over those without: positive = Sinkhorn keeps more."""
+    """Per task, the mean log10 ratio (from `claims_table`: layers mostly at the rounding
+    floor left out) averaged over the variants with skip connections and over those without:
+    positive = Sinkhorn keeps more. A description; `skip_contrast` is the test."""
     skip = table["variant"].isin(with_skip)
     return pd.DataFrame({"with_skip": table[skip].groupby("task", sort=False)["mean_log10_ratio"].mean(),
                          "without_skip": table[~skip].groupby("task", sort=False)["mean_log10_ratio"].mean()})
@@ -185,22 +197,92 @@ def path_comparisons(paths: pd.DataFrame) -> pd.DataFrame:
     return compare_table(paths, unit="sample", by=["setting", "depth"])
 
 
+def _log_ratios(residuals: pd.DataFrame) -> pd.DataFrame:
+    """log(Sinkhorn / softmax) of the residual per (task, variant, layer >= 1, input); pairs
+    with a value at the float32 rounding floor are left out."""
+    wide = residuals[residuals["layer"] > 0].pivot_table(
+        index=["task", "variant", "layer", "sample"], columns="normalization", values="residual")
+    floor = rounding_floor(torch.float32)
+    wide = wide[(wide["softmax"] > floor) & (wide["sinkhorn"] > floor)]
+    return np.log(wide["sinkhorn"] / wide["softmax"]).rename("log_ratio").reset_index()
+
+
+def contrast(residuals: pd.DataFrame, first: pd.Series, second: pd.Series) -> pd.DataFrame:
+    """Per task, whether Sinkhorn's advantage (the log residual ratio) is larger where
+    `first` holds than where `second` does: per test input, the mean log ratio over the rows
+    of each selection (boolean Series over `_log_ratios`' rows); the two means are compared
+    over inputs with `stats.compare` ('more': larger where `first`)."""
+    logs = _log_ratios(residuals)
+    rows = []
+    for task in residuals["task"].unique():  # in the chapter's order
+        g = logs[logs["task"] == task]
+        a = g[second(g)].groupby("sample")["log_ratio"].mean()
+        b = g[first(g)].groupby("sample")["log_ratio"].mean()
+        both = a.index.intersection(b.index)
+        c = compare(np.exp(a[both]), np.exp(b[both]))
+        rows.append({"task": task, "ratio": c.ratio, "low": c.low, "high": c.high,
+                     "units": c.units, "excluded": len(a.index.union(b.index)) - len(both),
+                     "verdict": c.verdict})
+    return pd.DataFrame(rows)
+
+
+def skip_contrast(residuals: pd.DataFrame, with_skip=("full model", "without FFN")
+                  ) -> pd.DataFrame:
+    """C4c's test: is the advantage larger in the variants with skip connections than in
+    those without (all layers)? See `contrast`."""
+    return contrast(residuals, lambda g: g["variant"].isin(with_skip),
+                    lambda g: ~g["variant"].isin(with_skip))
+
+
+def early_contrast(residuals: pd.DataFrame, variant: str = "full model") -> pd.DataFrame:
+    """C4b's test: in `variant`, is the advantage larger in the first half of the layers
+    than in the second? See `contrast`."""
+    depth = int(residuals["layer"].max())
+    return contrast(residuals, lambda g: (g["variant"] == variant) & (g["layer"] <= depth // 2),
+                    lambda g: (g["variant"] == variant) & (g["layer"] > depth // 2))
+
+
 def path_sentences(comparisons: pd.DataFrame) -> dict[str, str]:
     """Per setting, `stats.describe` of `path_comparisons` over depths."""
     return {s: describe(g, "depth") for s, g in comparisons.groupby("setting", sort=False)}
 
 
-def claims(layers: pd.DataFrame, paths: pd.DataFrame, titles: dict[str, str]) -> list[Claim]:
+def claims(layers: pd.DataFrame, paths: pd.DataFrame, titles: dict[str, str],
+           early: pd.DataFrame | None = None, skips: pd.DataFrame | None = None) -> list[Claim]:
     """C4a (the hidden-state residual of the complete trained models is higher under
-    Sinkhorn, at every layer of every task) and C4e (the same for attention path products),
-    from `layer_comparisons` and `path_comparisons` (path settings "<title>, full model")."""
+    Sinkhorn, at every layer of every task), C4b (larger in early layers: `early_contrast`),
+    C4c (larger with skip connections: `skip_contrast`) and C4e (the same for attention path
+    products), from `layer_comparisons` and `path_comparisons` (path settings
+    "<title>, full model")."""
     full = layers[layers["variant"] == "full model"]
     path_full = paths[paths["setting"].str.endswith(", full model")]
+
+    def by_task(table: pd.DataFrame, more: str, less: str) -> str:
+        words = {"more": more, "less": less, "parity": "no difference (parity)",
+                 "inconclusive": "inconclusive"}
+        return " ".join(f"{titles[r.task]}: {words[r.verdict]} (ratio of ratios {r.ratio:.3g}, "
+                        f"interval {r.low:.3g}–{r.high:.3g}, {r.units} inputs)."
+                        for r in table.itertuples())
+
+    contrasts = []
+    if early is not None:
+        contrasts.append(Claim(
+            "C4b", "the advantage is most visible in early layers",
+            claim_verdict("more", early["verdict"].tolist()),
+            "Complete models, first half of the layers against the second: "
+            + by_task(early, "larger early", "larger late")))
+    if skips is not None:
+        contrasts.append(Claim(
+            "C4c", "the advantage is most visible with skip connections",
+            claim_verdict("more", skips["verdict"].tolist()),
+            "Variants with skip connections against those without, all layers: "
+            + by_task(skips, "larger with skips", "larger without skips")))
     return [
         Claim("C4a", "trained models: the hidden-state residual stays higher under Sinkhorn",
               claim_verdict("more", full["verdict"].tolist()),
               " ".join(f"{titles[t]}: {describe(g, 'layer', 'layer')}"
                        for t, g in full.groupby("task", sort=False))),
+        *contrasts,
         Claim("C4e", "trained models: the same for products of attention matrices along paths",
               claim_verdict("more", path_full["verdict"].tolist()),
               " ".join(f"{s.removesuffix(', full model')}: {describe(g, 'depth')}"

@@ -1,0 +1,41 @@
+"""Benchmark: one training step of the same Vision Transformer, Sinkhorn against softmax.
+
+    .venv/bin/python benchmarks/train_step.py [--shapes ci paper] [--repeats 10]
+                                              [--out benchmarks/results]
+
+For each set of shapes (`rankcollapse.timing.TRAIN_SHAPES`: the ci profile's and the
+paper's) and each phase (forward with the graph built, backward, the whole AdamW step as
+training runs it), prints the median time of each normalization and the median over
+interleaved rounds of the ratio Sinkhorn / softmax, on the CPU and, when present, on CUDA.
+Writes the table as CSV (`train_step-<device>.csv`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import torch
+
+from rankcollapse.files import atomic_write
+from rankcollapse.timing import TRAIN_SHAPES, train_step_table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shapes", nargs="+", default=list(TRAIN_SHAPES), choices=TRAIN_SHAPES)
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
+    args = parser.parse_args()
+    devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
+    for device in devices:
+        table = train_step_table(args.shapes, device, args.repeats)
+        print(table.drop(columns=["repeats"]).to_string(index=False,
+                                                      float_format=lambda v: f"{v:.3g}"))
+        path = atomic_write(args.out / f"train_step-{device.type}.csv",
+                            lambda tmp: table.to_csv(tmp, index=False))
+        print(f"wrote {path}\n")
+
+
+if __name__ == "__main__":
+    main()
