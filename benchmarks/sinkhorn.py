@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from rankcollapse.files import atomic_write
-from rankcollapse.timing import sinkhorn_table
+from rankcollapse.timing import exactness, sinkhorn_table
 
 
 def main() -> None:
@@ -36,7 +36,12 @@ def main() -> None:
         sink = table.set_index("implementation")
         mem = sink.loc["rankcollapse.sinkhorn", "saved_for_backward_MiB"] / \
             sink.loc["rankcollapse.softmax", "saved_for_backward_MiB"]
-        print(f"{device.type}: sinkhorn saves {mem:.2f}x the bytes of softmax for backward\n")
+        print(f"{device.type}: sinkhorn saves {mem:.2f}x the bytes of softmax for backward")
+        for s in (1.0, 2.0, 3.0):
+            facts = exactness(device, shape, scale=s)
+            print(f"{device.type}, logit scale {s:g}: " + ", ".join(
+                f"{k} {v:.3g}" for k, v in facts.items()))
+        print()
         path = atomic_write(args.out / f"sinkhorn-{device.type}.csv",
                             lambda tmp: table.to_csv(tmp, index=False))
         print(f"wrote {path}")

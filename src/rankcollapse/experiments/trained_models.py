@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..data import Dataset, load
+from ..data import VOCAB_SIZE, Dataset, Tokenizer, load
+from ..data import record as dataset_record
 from ..masks import pair_mask
 from ..measures import layer_table, relative_residual, rounding_floor
 from ..models import Classifier, EncoderConfig, EncoderOutput, ModelConfig, Switches
@@ -39,6 +40,27 @@ def load_task(task: Task, root=None, limit_test: int | None = None) -> tuple[Dat
     test_data = load(task.dataset, "test", root, tokenizer=train_data.vocab, limit=limit_test,
                      **options)
     return train_data, test_data
+
+
+def synthetic_data(task: Task, n: int, seed: int = 0) -> Dataset:
+    """`n` random examples shaped like `task`'s dataset (token ids and padding, or images of
+    its channels and size): for smoke tests and timing, never for results."""
+    rec = dataset_record(task.dataset)
+    g = torch.Generator().manual_seed(seed)
+    y = torch.randint(len(rec.classes), (n,), generator=g)
+    if rec.kind == "text":
+        vocab = Tokenizer(list(Tokenizer.SPECIALS) + [f"w{i}" for i in range(VOCAB_SIZE - 3)])
+        ids = torch.randint(3, VOCAB_SIZE, (n, task.max_len), generator=g)
+        lengths = torch.randint(1, task.max_len + 1, (n, 1), generator=g)
+        mask = torch.arange(task.max_len)[None, :] < lengths
+        ids = ids.masked_fill(~mask, Tokenizer.PAD)
+        ids[:, 0] = Tokenizer.CLS
+        return Dataset(rec.name, "train", ids, y, mask, list(rec.classes), "text",
+                       "synthetic (random token ids)", vocab)
+    side = task.image_size or 28
+    x = torch.rand(n, rec.channels, side, side, generator=g)
+    return Dataset(rec.name, "train", x, y, None, list(rec.classes), "image",
+                   "synthetic (random pixels)")
 
 
 def train_config(task: Task, data: Dataset, normalization: str, seed: int,
