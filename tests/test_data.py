@@ -282,6 +282,60 @@ def test_cats_dogs_refuses_a_malicious_archive(tmp_path, monkeypatch):
     assert not (tmp_path / "cats_dogs" / "extracted").exists()
 
 
+def zipped(members: dict[str, bytes], method=zipfile.ZIP_DEFLATED) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=method) as archive:
+        for name, payload in members.items():
+            archive.writestr(name, payload)
+    return out.getvalue()
+
+
+def test_safe_extract_refuses_a_zip_bomb_before_writing_anything(tmp_path, monkeypatch):
+    monkeypatch.setattr(data, "MAX_MEMBER_BYTES", 2**20)
+    bomb = tmp_path / "bomb.zip"
+    bomb.write_bytes(zipped({"big.bin": b"\x00" * (8 * 2**20)}))  # 8 MiB in about 8 KiB
+    assert bomb.stat().st_size < 64 * 2**10
+    with pytest.raises(UnsafeArchiveError, match="declares 8,388,608 bytes, more than"):
+        data.safe_extract(bomb, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    monkeypatch.setattr(data, "MAX_MEMBER_BYTES", 2**30)
+    monkeypatch.setattr(data, "MAX_ARCHIVE_BYTES", 3 * 2**20)
+    many = tmp_path / "many.zip"
+    many.write_bytes(zipped({f"{i}.bin": b"\x00" * 2**20 for i in range(4)}))
+    with pytest.raises(UnsafeArchiveError, match="above 3,145,728 bytes"):
+        data.safe_extract(many, tmp_path / "out")
+
+
+@pytest.mark.parametrize("change", [-10, +10])
+def test_safe_extract_refuses_a_member_whose_data_disagree_with_its_declared_size(tmp_path,
+                                                                                  change):
+    payload = bytes(range(256)) * 4
+    raw = bytearray(zipped({"a.bin": payload, "b.bin": b"second"}, zipfile.ZIP_STORED))
+    central = raw.index(b"PK\x01\x02")  # first central-directory entry: a.bin
+    for offset in (central + 20, central + 24):  # its compressed and uncompressed sizes
+        raw[offset:offset + 4] = (len(payload) + change).to_bytes(4, "little")
+    archive = tmp_path / "lying.zip"
+    archive.write_bytes(bytes(raw))
+    with pytest.raises(UnsafeArchiveError, match="'a.bin'"):
+        data.safe_extract(archive, tmp_path / "out")
+
+
+def test_an_extracted_folder_is_trusted_only_while_it_matches_its_manifest(tmp_path,
+                                                                          monkeypatch, capsys):
+    install(monkeypatch, tmp_path, f"cats_dogs/{data.CATS_DOGS_ZIP}", pet_zip())
+    first = data.load("cats_dogs", "test", tmp_path, image_size=16)
+    folder = tmp_path / "cats_dogs" / "extracted"
+    assert data.verify_extracted(folder)
+    photo = next((folder / "PetImages" / "Cat").glob("*.jpg"))
+    photo.write_bytes(jpeg(DOG))  # a tampered file: a dog where a cat was
+    assert not data.verify_extracted(folder)
+    again = data.load("cats_dogs", "test", tmp_path, image_size=16)
+    assert "does not match its manifest; extracting it again" in capsys.readouterr().out
+    assert torch.equal(again.x, first.x) and data.verify_extracted(folder)
+    (folder / data.MANIFEST).unlink()  # an extraction that never finished writing it
+    assert not data.verify_extracted(folder)
+
+
 # ----------------------------------------------------------------------------- arguments
 
 

@@ -125,3 +125,21 @@ def test_self_attention_rejects_bad_configuration():
         SelfAttention(10, 3)
     with pytest.raises(ValueError, match="unknown normalization"):
         SelfAttention(8, 2, "relu")
+    with pytest.raises(TypeError, match="n_iter must be a positive integer"):
+        SelfAttention(8, 2, "sinkhorn", n_iter=2.5)
+
+
+def test_classifiers_refuse_bad_inputs_with_clear_errors():
+    from rankcollapse.models import ModelConfig, build_model
+
+    encoder = EncoderConfig(d_model=8, n_heads=2, depth=1, d_ff=16)
+    text = build_model(ModelConfig("text", 2, encoder, vocab_size=10, max_len=6))
+    with pytest.raises(ValueError, match=r"in \[0, vocab_size=10\); got ids from 0 to 12"):
+        text(torch.tensor([[0, 3, 12]]))
+    with pytest.raises(ValueError, match=r"integer tensor \(batch, n\); got \(3,\)"):
+        text(torch.tensor([1, 2, 3]))
+    with pytest.raises(ValueError, match="exceeds max_len 6"):
+        text(torch.ones(1, 7, dtype=torch.long))
+    image = build_model(ModelConfig("image", 2, encoder, image_size=8, patch=4))
+    with pytest.raises(ValueError, match=r"images must have shape \(batch, 1, 8, 8\)"):
+        image(torch.rand(8, 8))

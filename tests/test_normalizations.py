@@ -178,10 +178,46 @@ def test_bad_masks_and_arguments_raise():
         sinkhorn(a, mask=torch.tensor([[True] * 4, [False] * 4]))
     with pytest.raises(TypeError, match="bool"):
         softmax(a, mask=torch.ones(2, 4))
-    with pytest.raises(ValueError, match="half-step"):
+    with pytest.raises(ValueError, match="n_iter must be between 1 and 10000; got 0"):
         sinkhorn(a, n_iter=0)
     with pytest.raises(ValueError, match="unknown normalization"):
         normalize(a, "sparsemax")
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(n_iter=1.5), TypeError, r"n_iter must be a positive integer .* got 1.5 \(float\)"),
+    (dict(n_iter=0.5), TypeError, "n_iter must be a positive integer"),
+    (dict(n_iter="50"), TypeError, r"got '50' \(str\)"),
+    (dict(n_iter=True), TypeError, "n_iter must be a positive integer"),
+    (dict(n_iter=10**12), ValueError, "n_iter must be between 1 and 10000"),
+    (dict(half_steps=0), ValueError, "half_steps must be between 1 and 20000"),
+    (dict(half_steps=2.0), TypeError, "half_steps must be a positive integer"),
+    (dict(mask=[True, True, True, True]), TypeError, "mask must be a bool torch.Tensor"),
+    (dict(mask=torch.tensor(True)), ValueError, r"mask shape \(\) does not match"),
+    (dict(mask=torch.ones(3, 4, dtype=torch.bool)), ValueError, r"broadcastable to \(2,\)"),
+])
+def test_every_bad_argument_gets_a_clear_error(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        sinkhorn(torch.zeros(2, 4, 4), **kwargs)
+
+
+def test_the_forward_without_gradients_keeps_no_state_per_step():
+    """Memory flat in n_iter: the peak of the allocations made during a no-grad call does not
+    grow with the number of iterations."""
+    import tracemalloc
+
+    a = torch.randn(4, 16, 16)
+
+    def peak(n_iter):
+        # tracemalloc sees the Python objects that a history of u and v would hold (one
+        # tensor per step); their storage, outside it, would come with them
+        tracemalloc.start()
+        with torch.no_grad():
+            sinkhorn(a, n_iter, early_stop=False)
+        used = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return used
+    assert peak(2000) < 2 * peak(20) + 50_000
 
 
 def test_finite_check_can_be_turned_off():

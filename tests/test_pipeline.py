@@ -70,6 +70,8 @@ def test_failing_chapter_names_file_and_cell_and_stops(tmp_path, capsys):
     (["run", "--profile", "huge"], "valid profiles: ci, full"),
     (["run", "--device", "tpu"], "valid devices: auto, cpu, cuda"),
     (["all", "99_nope"], "valid chapters: 01_pass"),
+    (["run", "--seed", "-1"], "seed must be in [0, 2**32)"),
+    (["run", "--seed", str(2**70)], "seed must be in [0, 2**32)"),
 ])
 def test_bad_arguments_are_refused_before_execution(tmp_path, capsys, argv, valid):
     project = make_project(tmp_path, **{"01_pass": "passing"})

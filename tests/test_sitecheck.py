@@ -57,3 +57,63 @@ def test_whole_site_in_the_browser_fails_on_a_broken_page(tmp_path):
     (tmp_path / "bad").mkdir()
     found, _ = check_site(site(tmp_path / "bad", GOOD.replace("img.png", "lost.png")))
     assert found == ["book/page.html: broken image lost.png"]
+
+
+class Recorder:
+    """A local HTTP server that records every request it receives."""
+
+    def __enter__(self):
+        import http.server
+        import threading
+
+        seen = self.requests = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                seen.append(self.path)
+                self.send_response(200)
+                self.end_headers()
+                self.wfile.write(b"document.title = 'fetched';")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+
+
+@pytest.mark.skipif(chromium() is None, reason="needs Debian's chromium (CI installs it)")
+def test_nothing_is_ever_fetched_from_another_host_and_the_attempt_is_reported(tmp_path):
+    with Recorder() as server:
+        external = f"http://127.0.0.1:{server.port}"
+        page = GOOD.replace("</body>", f'<script src="{external}/evil.js"></script>'
+                                       f'<img src="{external}/pixel.png">'
+                                       f'<link rel="stylesheet" href="{external}/s.css"></body>')
+        found, _ = check_site(site(tmp_path, page))
+    assert server.requests == []
+    assert sorted(found) == sorted(f"book/page.html: loads {external}/{name} from another host "
+                                   f"(the book must render offline)"
+                                   for name in ("evil.js", "pixel.png", "s.css"))
+
+
+def test_a_missing_or_empty_site_is_an_error(tmp_path):
+    with pytest.raises(SystemExit, match="no site at"):
+        check_site(tmp_path / "nowhere", browser="chromium")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SystemExit, match="holds no HTML page"):
+        check_site(tmp_path / "empty", browser="chromium")
+
+
+def test_a_redirect_to_another_host_is_flagged(tmp_path):
+    root = site(tmp_path, GOOD)
+    (root / "index.html").write_text(
+        '<meta http-equiv="Refresh" content="0; url=https://evil.example.org/" />')
+    (root / "book" / "page.html").unlink()
+    (root / "book" / "other.html").unlink()
+    found, _ = check_site(root, browser="chromium")
+    assert found == ["index.html: redirects to another host, https://evil.example.org/"]

@@ -108,7 +108,7 @@ def test_killed_process_resumes_to_the_same_weights(tmp_path):
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert checkpoint.exists(), "the child never wrote a checkpoint"
-    saved = torch.load(checkpoint, weights_only=False)["state"]["step"]
+    saved = torch.load(checkpoint, weights_only=True)["state"]["step"]
     assert 0 < saved < reference.steps
     resumed = train(config(epochs=6), data, test, cache, "cpu", quiet=True)
     for k, v in weights(reference.model).items():
@@ -133,4 +133,131 @@ def test_unreadable_checkpoint_is_set_aside(tmp_path):
     run.mkdir(parents=True)
     (run / "checkpoint.pt").write_bytes(b"")  # what a crash mid-write could leave
     result = train(config(), data, test, tmp_path, "cpu", quiet=True)
-    assert result.steps > 0 and (run / "checkpoint.corrupt").exists()
+    assert result.steps > 0 and (run / "checkpoint.pt.corrupt").exists()
+
+
+# ----------------------------------------------------------------------------- hostile caches
+
+
+class Payload:
+    """Unpickling this runs code: it writes a marker file (what a crafted checkpoint does)."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (Path.write_text, (Path(self.marker), "code ran"))
+
+
+def forge(path: Path, content: bytes | None = None, obj=None) -> None:
+    """Put a file at `path` with a *valid* digest, so that only its content can betray it."""
+    from rankcollapse.files import write_verified
+
+    if obj is not None:
+        write_verified(path, lambda tmp: torch.save(obj, tmp))
+    else:
+        write_verified(path, lambda tmp: tmp.write_bytes(content))
+
+
+def flip_bytes(path: Path, at: int = 200) -> None:
+    raw = bytearray(path.read_bytes())
+    raw[at:at + 8] = bytes(255 - b for b in raw[at:at + 8])
+    path.write_bytes(bytes(raw))
+
+
+@pytest.mark.parametrize("kind", ["random bytes", "text", "no keys", "wrong shapes",
+                                  "flipped bytes", "no digest", "code"])
+def test_a_hostile_or_broken_checkpoint_is_set_aside_and_never_run(tmp_path, kind):
+    data, test = toy(96, 0), toy(32, 1)
+    run = tmp_path / config().key(data)
+    run.mkdir(parents=True)
+    checkpoint, marker = run / "checkpoint.pt", tmp_path / "marker"
+    if kind == "random bytes":
+        forge(checkpoint, os.urandom(4096))
+    elif kind == "text":
+        forge(checkpoint, b"not a checkpoint\n")
+    elif kind == "no keys":
+        forge(checkpoint, obj={"weights": torch.zeros(3)})
+    elif kind == "wrong shapes":
+        forge(checkpoint, obj={"model": {"head.weight": torch.zeros(1)}, "optimizer": {},
+                               "state": {"step": 1, "losses": [], "epoch_loss": 0.0,
+                                         "seconds": 0.0}})
+    elif kind == "code":
+        import pickle
+        forge(checkpoint, pickle.dumps({"model": Payload(marker)}, protocol=2))
+    else:
+        train(config(), data, test, tmp_path, "cpu", quiet=True, stop_after=5)
+        if kind == "flipped bytes":
+            flip_bytes(checkpoint)
+        else:
+            (run / "checkpoint.pt.sha256").unlink()
+    result = train(config(), data, test, tmp_path, "cpu", quiet=True)
+    assert result.steps == 18 and not marker.exists()
+    assert (run / "checkpoint.pt.corrupt").exists() and (run / "result.json").exists()
+    reference = train(config(), data, test, tmp_path / "clean", "cpu", quiet=True)
+    for k, v in weights(reference.model).items():
+        assert torch.equal(v, weights(result.model)[k]), k
+
+
+@pytest.mark.parametrize("kind", ["flipped model", "truncated record", "record without fields",
+                                  "missing model"])
+def test_a_broken_finished_run_is_set_aside_and_trained_again(tmp_path, kind):
+    data, test = toy(96, 0), toy(32, 1)
+    first = train(config(), data, test, tmp_path, "cpu", quiet=True)
+    run = tmp_path / config().key(data)
+    if kind == "flipped model":
+        flip_bytes(run / "model.pt")
+    elif kind == "truncated record":
+        (run / "result.json").write_text((run / "result.json").read_text()[:40])
+    elif kind == "record without fields":
+        forge(run / "result.json", b'{"test_accuracy": 1.0}')
+    else:
+        (run / "model.pt").unlink()
+    again = train(config(), data, test, tmp_path, "cpu", quiet=True)
+    assert not again.from_cache and again.test_accuracy == first.test_accuracy
+    assert list(run.glob("*.corrupt"))
+    assert train(config(), data, test, tmp_path, "cpu", quiet=True).from_cache
+
+
+def test_nothing_untrained_is_cached(tmp_path):
+    from rankcollapse.training import TrainingError
+
+    with pytest.raises(TrainingError, match="'toy'.*empty"):
+        train(config(), toy(0, 0), toy(8, 1), tmp_path / "empty", "cpu", quiet=True)
+    with pytest.raises(TrainingError, match="epochs=0"):
+        train(config(epochs=0), toy(8, 0), toy(8, 1), tmp_path / "zero", "cpu", quiet=True)
+    assert not (tmp_path / "empty").exists() and not (tmp_path / "zero").exists()
+    poisoned = toy(96, 0)
+    poisoned.x[:] = float("nan")
+    with pytest.raises(TrainingError, match="'toy'.*nan.*nothing was cached"):
+        train(config(), poisoned, toy(8, 1), tmp_path / "nan", "cpu", quiet=True)
+    assert [p.name for p in (tmp_path / "nan").rglob("*") if p.is_file()] == ["lock"]
+
+
+WRITER = """
+import sys
+sys.path.insert(0, {tests!r})
+from test_training import config, toy, weights
+from rankcollapse.training import train
+import torch
+result = train(config(), toy(96, 0), toy(32, 1), {cache!r}, "cpu", quiet=True)
+torch.save(weights(result.model), {out!r})
+"""
+
+
+def test_many_writers_end_with_one_correct_model(tmp_path):
+    """Three processes train the same configuration into one cache at the same time."""
+    cache = tmp_path / "cache"
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER.format(
+        tests=str(Path(__file__).parent), cache=str(cache), out=str(tmp_path / f"w{i}.pt"))],
+        stderr=subprocess.PIPE, text=True) for i in range(3)]
+    errors = [p.communicate(timeout=240)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], errors
+    reference = weights(train(config(), toy(96, 0), toy(32, 1), tmp_path / "ref", "cpu",
+                              quiet=True).model)
+    for i in range(3):
+        got = torch.load(tmp_path / f"w{i}.pt", weights_only=True)
+        assert all(torch.equal(v, got[k]) for k, v in reference.items())
+    run = cache / config().key(toy(96, 0))
+    names = sorted(p.name for p in run.iterdir())
+    assert names == ["lock", "model.pt", "model.pt.sha256", "result.json", "result.json.sha256"]

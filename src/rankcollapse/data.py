@@ -30,6 +30,7 @@ import shutil
 import urllib.request
 import warnings
 import zipfile
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from importlib import resources
@@ -41,7 +42,7 @@ import torch.nn.functional as F
 from PIL import Image
 from tqdm import tqdm
 
-from .files import sha256_file
+from .files import CorruptFile, check_verified, file_lock, sha256_file, write_verified
 
 SPLITS = ("train", "test")
 _AG_URL = "https://raw.githubusercontent.com/mhjabreel/CharCnn_Keras/master/data/ag_news_csv/"
@@ -338,6 +339,12 @@ def _ensure_file(dataset: str, file: str, root: Path) -> Path:
     inspection, never used), so the next call downloads a fresh one.
     """
     rec, path = record(dataset), root / dataset / file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(path.parent / f".{file}.lock"):  # parallel trainings download once
+        return _download_verified(rec, dataset, file, path)
+
+
+def _download_verified(rec: DatasetRecord, dataset: str, file: str, path: Path) -> Path:
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         part = path.with_name(path.name + ".part")
@@ -373,20 +380,73 @@ def _standin_path(name: str) -> Path:
     return path
 
 
+MAX_MEMBER_BYTES = 32 * 2**20  # one archive member, uncompressed (a PetImages photo: < 1 MiB)
+MAX_ARCHIVE_BYTES = 4 * 2**30  # a whole archive, uncompressed (PetImages: about 0.8 GiB)
+MANIFEST = "MANIFEST.sha256"  # in an extracted folder: "<sha256>  <size>  <path>" per file
+
+
 def safe_extract(zip_path: str | Path, dest: str | Path) -> None:
-    """Extract every member of `zip_path` under `dest`, after checking all of them first: a
-    member whose path is absolute or leaves `dest` (e.g. `../evil.txt`) raises
-    UnsafeArchiveError naming it, and then nothing is written at all."""
+    """Extract every member of `zip_path` under `dest`, refusing (UnsafeArchiveError naming
+    the member; nothing is written for a bad path or size) an archive with a member whose
+    path is absolute or leaves `dest` (e.g. `../evil.txt`), a member or a total above
+    `MAX_MEMBER_BYTES` / `MAX_ARCHIVE_BYTES` uncompressed (declared or actually read: a zip
+    bomb), or a member whose data disagree with its declared size or checksum. Then writes
+    `dest/MANIFEST.sha256`, the digest and size of every extracted file, which
+    `verify_extracted` checks before the folder is trusted again."""
     dest = Path(dest).resolve()
+
+    def refuse(member: str, why: str) -> UnsafeArchiveError:
+        return UnsafeArchiveError(f"refusing to extract {zip_path}: member {member!r} {why}. "
+                                  f"The archive is not the expected one; delete it and "
+                                  f"download it again.")
+
     with zipfile.ZipFile(zip_path) as archive:
-        for member in archive.namelist():
-            if not (dest / member).resolve().is_relative_to(dest):
-                raise UnsafeArchiveError(
-                    f"refusing to extract {zip_path}: member {member!r} would be written "
-                    f"outside {dest} (absolute path or '..'). The archive is not the expected "
-                    f"one; delete it and download it again.")
+        members = [m for m in archive.infolist() if not m.is_dir()]
+        for m in members:
+            if not (dest / m.filename).resolve().is_relative_to(dest):
+                raise refuse(m.filename, f"would be written outside {dest} (absolute path "
+                                         f"or '..')")
+            if m.file_size > MAX_MEMBER_BYTES:
+                raise refuse(m.filename, f"declares {m.file_size:,} bytes, more than the "
+                                         f"limit of {MAX_MEMBER_BYTES:,}")
+        if sum(m.file_size for m in members) > MAX_ARCHIVE_BYTES:
+            raise refuse(members[-1].filename, f"brings the archive above {MAX_ARCHIVE_BYTES:,} "
+                                               f"bytes uncompressed")
         dest.mkdir(parents=True, exist_ok=True)
-        archive.extractall(dest)
+        total, lines = 0, []
+        for m in members:
+            target = dest / m.filename
+            target.parent.mkdir(parents=True, exist_ok=True)
+            digest, size = hashlib.sha256(), 0
+            try:
+                with archive.open(m) as source, open(target, "wb") as out:
+                    while chunk := source.read(1 << 20):
+                        size, total = size + len(chunk), total + len(chunk)
+                        if size > MAX_MEMBER_BYTES or total > MAX_ARCHIVE_BYTES:
+                            raise refuse(m.filename, "holds more data than the limits allow")
+                        digest.update(chunk)
+                        out.write(chunk)
+            except (zipfile.BadZipFile, EOFError, zlib.error) as error:
+                raise refuse(m.filename, f"is corrupt ({error})") from error
+            if size != m.file_size:
+                raise refuse(m.filename, f"holds {size:,} bytes but declares {m.file_size:,}")
+            lines.append(f"{digest.hexdigest()}  {size}  {m.filename}")
+    write_verified(dest / MANIFEST, lambda tmp: tmp.write_text("\n".join(lines) + "\n"))
+
+
+def verify_extracted(folder: Path) -> bool:
+    """Whether every file recorded in `folder`'s manifest is there with its digest and size
+    (and the manifest itself matches its own digest)."""
+    try:
+        check_verified(folder / MANIFEST)
+    except CorruptFile:
+        return False
+    for line in (folder / MANIFEST).read_text().splitlines():
+        digest, size, name = line.split("  ", 2)
+        path = folder / name
+        if not path.is_file() or path.stat().st_size != int(size) or sha256_file(path) != digest:
+            return False
+    return True
 
 
 # ----------------------------------------------------------------------------- text
@@ -496,15 +556,24 @@ def cats_dogs_split(name: str) -> str:
 
 def _pet_images_dir(root: Path) -> Path:
     """The PetImages folder, extracted from the verified zip on first use. Extraction goes to
-    a `.part` folder renamed when complete, so an existing folder is a complete one."""
+    a `.part` folder renamed when complete; an existing folder is used only when every file
+    matches the digest its manifest recorded at extraction, and extracted anew otherwise."""
     folder = root / "cats_dogs" / "extracted"
+    with file_lock(root / "cats_dogs" / ".extract.lock"):
+        return _extracted(root, folder) / "PetImages"
+
+
+def _extracted(root: Path, folder: Path) -> Path:
+    if folder.is_dir() and not verify_extracted(folder):
+        print(f"warning: {folder} does not match its manifest; extracting it again", flush=True)
+        shutil.rmtree(folder)
     if not folder.is_dir():
         zip_path = _ensure_file("cats_dogs", CATS_DOGS_ZIP, root)
         part = folder.with_name("extracted.part")
         shutil.rmtree(part, ignore_errors=True)
         safe_extract(zip_path, part)
         os.replace(part, folder)
-    return folder / "PetImages"
+    return folder
 
 
 def _pet_files(pet_dir: Path, split: str) -> list[tuple[Path, int]]:

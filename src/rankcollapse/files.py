@@ -1,13 +1,16 @@
-"""Files that cannot be half-written or silently stale: atomic writes, digests, and the
-source files a module depends on (for cache keys).
+"""Files that cannot be half-written, silently stale or silently corrupt: atomic writes,
+digests, files verified against their recorded digest, an advisory lock for many writers,
+and the source files a module depends on (for cache keys).
 """
 
 from __future__ import annotations
 
 import ast
+import fcntl
 import hashlib
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
@@ -120,3 +123,62 @@ def digest_files(paths, root: Path) -> str:
         digest.update(str(Path(path).relative_to(root)).encode() + b"\0")
         digest.update(Path(path).read_bytes())
     return digest.hexdigest()
+
+
+# ----------------------------------------------------------------------------- verified files
+
+
+class CorruptFile(RuntimeError):
+    """A cached file is missing its digest, fails it, or does not hold what it should."""
+
+
+def _digest_path(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def write_verified(path: str | Path, write: Callable[[Path], object]) -> Path:
+    """`atomic_write` the file, then its sha256 beside it (`<name>.sha256`), also atomically.
+    A crash between the two leaves a file without its digest, which `check_verified`
+    refuses: the work is redone, never trusted."""
+    path = atomic_write(path, write)
+    atomic_write_text(_digest_path(path), sha256_file(path) + "\n")
+    return path
+
+
+def check_verified(path: str | Path) -> Path:
+    """`path` if its recorded sha256 matches its bytes; CorruptFile naming the problem
+    otherwise (missing file, missing digest, mismatch)."""
+    path, digest = Path(path), _digest_path(Path(path))
+    if not path.is_file():
+        raise CorruptFile(f"{path} is missing")
+    if not digest.is_file():
+        raise CorruptFile(f"{path} has no recorded digest ({digest.name})")
+    expected, actual = digest.read_text().strip(), sha256_file(path)
+    if actual != expected:
+        raise CorruptFile(f"{path}: sha256 {actual} differs from the recorded {expected}")
+    return path
+
+
+def set_aside(path: str | Path, reason: str) -> None:
+    """Move `path` (and its digest) to `<name>.corrupt`, kept for inspection and never used
+    again, with a one-line warning saying why."""
+    path = Path(path)
+    for p in (path, _digest_path(path)):
+        if p.exists():
+            os.replace(p, p.with_name(p.name + ".corrupt"))
+    print(f"warning: set aside {path} ({reason}); the work is redone", flush=True)
+
+
+@contextmanager
+def file_lock(path: str | Path):
+    """An exclusive advisory lock (fcntl) on `path`, held inside the `with` block: other
+    processes taking the same lock wait. Created if missing; never deleted (deleting a lock
+    file another process holds open would let a third one in)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 import torch
 from torch import nn
 
-from .normalizations import NORMALIZATIONS, normalize
+from .normalizations import NORMALIZATIONS, half_step_count, normalize
 
 
 # ----------------------------------------------------------------------------- attention
@@ -44,6 +44,7 @@ class SelfAttention(nn.Module):
         if normalization not in NORMALIZATIONS:
             raise ValueError(f"unknown normalization {normalization!r}; "
                              f"valid: {', '.join(NORMALIZATIONS)}")
+        half_step_count(n_iter)  # a clear error now rather than at the first forward pass
         self.n_heads, self.d_head = n_heads, d_model // n_heads
         self.normalization, self.n_iter, self.check_finite = normalization, n_iter, check_finite
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
@@ -230,8 +231,15 @@ class TransformerEncoder(Classifier):
         self.positions = nn.Parameter(torch.randn(cfg.max_len, cfg.encoder.d_model) * 0.02)
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.is_floating_point():
+            shape = tuple(ids.shape) if isinstance(ids, torch.Tensor) else type(ids).__name__
+            raise ValueError(f"token ids must be an integer tensor (batch, n); got {shape}"
+                             + (f" of {ids.dtype}" if isinstance(ids, torch.Tensor) else ""))
         if ids.shape[1] > self.cfg.max_len:
             raise ValueError(f"sequence length {ids.shape[1]} exceeds max_len {self.cfg.max_len}")
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.cfg.vocab_size):
+            raise ValueError(f"token ids must be in [0, vocab_size={self.cfg.vocab_size}); got "
+                             f"ids from {int(ids.min())} to {int(ids.max())}")
         return self.tokens(ids) + self.positions[: ids.shape[1]]
 
 

@@ -26,6 +26,7 @@ from ._sinkhorn_engine import SinkhornFunction
 from .masks import check_mask, log_normalize, pair_mask
 
 NORMALIZATIONS = ("softmax", "sinkhorn")
+MAX_HALF_STEPS = 20_000  # 10,000 full iterations: far beyond convergence, and still bounded
 
 
 # ----------------------------------------------------------------------------- definitions
@@ -64,8 +65,10 @@ def sinkhorn(logits: torch.Tensor, n_iter: int = 50, mask: torch.Tensor | None =
 
     logits `(..., n, n)`, any leading dims, CPU or CUDA, float32/float64 (half precision is
     computed in float32 and returned in the input dtype).
-    n_iter: full iterations, each a row then a column normalization (default 50, the paper's).
-    half_steps: Sinkformers' `n_it` convention instead of `n_iter` (row first; 1 == softmax).
+    n_iter: full iterations, each a row then a column normalization (default 50, the paper's);
+    a positive integer, at most `MAX_HALF_STEPS` / 2.
+    half_steps: Sinkformers' `n_it` convention instead of `n_iter` (row first; 1 == softmax),
+    at most `MAX_HALF_STEPS`.
     mask `(..., n)`, True = real token: only the real sub-block is balanced; padded rows and
     columns of the output are zero.
     check_finite: raise ValueError on NaN/inf logits (costs one host sync; turn off in hot loops).
@@ -80,10 +83,7 @@ def sinkhorn(logits: torch.Tensor, n_iter: int = 50, mask: torch.Tensor | None =
     True
     """
     _check_logits(logits, mask, check_finite)
-    steps = 2 * n_iter if half_steps is None else half_steps
-    if steps < 1:
-        raise ValueError(f"Sinkhorn needs at least one half-step; got n_iter={n_iter}, "
-                         f"half_steps={half_steps}")
+    steps = half_step_count(n_iter, half_steps)
     if mask is not None:
         mask = mask.expand(logits.shape[:-1])
     x = logits.to(_compute_dtype(logits))
@@ -112,6 +112,22 @@ def marginal_errors(p: torch.Tensor, mask: torch.Tensor | None = None
 
 
 # ----------------------------------------------------------------------------- checks
+
+
+def half_step_count(n_iter, half_steps=None) -> int:
+    """The number of half-steps `sinkhorn` runs: 2 * n_iter, or half_steps when given; each
+    a positive integer, at most `MAX_HALF_STEPS` half-steps. TypeError or ValueError
+    naming the argument otherwise."""
+    name, value = ("half_steps", half_steps) if half_steps is not None else ("n_iter", n_iter)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be a positive integer (a count of "
+                        f"{'half-steps' if name == 'half_steps' else 'full iterations'}); "
+                        f"got {value!r} ({type(value).__name__})")
+    steps = value if name == "half_steps" else 2 * value
+    if not 1 <= steps <= MAX_HALF_STEPS:
+        limit = MAX_HALF_STEPS if name == "half_steps" else MAX_HALF_STEPS // 2
+        raise ValueError(f"{name} must be between 1 and {limit}; got {value}")
+    return steps
 
 
 def _check_logits(logits: torch.Tensor, mask: torch.Tensor | None, check_finite: bool) -> None:

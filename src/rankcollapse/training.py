@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,7 +23,8 @@ from typing import TYPE_CHECKING
 import torch
 from tqdm import tqdm
 
-from .files import PACKAGE_ROOT, atomic_write, atomic_write_text, digest_files, module_sources
+from .files import (PACKAGE_ROOT, CorruptFile, check_verified, digest_files, file_lock,
+                    module_sources, set_aside, write_verified)
 from .models import Classifier, ModelConfig, build_model
 from .devices import resolve_device
 
@@ -99,11 +99,6 @@ def epoch_order(n: int, seed: int, epoch: int) -> torch.Tensor:
 # ----------------------------------------------------------------------------- checkpoints
 
 
-def _atomic_save(obj, path: Path) -> None:
-    """torch.save, atomically (see `files.atomic_write`)."""
-    atomic_write(path, lambda tmp: torch.save(obj, tmp))
-
-
 def _batch(data: Dataset, index: torch.Tensor, device: torch.device):
     x = data.x[index].to(device)
     mask = None if data.mask is None else data.mask[index].to(device)
@@ -125,21 +120,48 @@ def evaluate(model: Classifier, data: Dataset, device: torch.device,
 # ----------------------------------------------------------------------------- training
 
 
+class TrainingError(RuntimeError):
+    """Training cannot produce a trained model (no data, no steps, a non-finite loss)."""
+
+
 def train(cfg: TrainConfig, train_data: Dataset, test_data: Dataset,
           cache_dir: str | Path = ".cache/models", device: str = "auto",
           quiet: bool = False, stop_after: int | None = None) -> TrainResult:
     """Train (or load from the cache) the model of `cfg` on `train_data`.
 
-    The run lives in `cache_dir/<cfg.key(train_data)>/`: `checkpoint.pt` (every `checkpoint_every`
-    steps, atomic), then `model.pt` and `result.json` when finished. A finished run is loaded,
-    an unfinished one resumes from its checkpoint. `quiet` prints one line per epoch instead
-    of progress bars (for papermill logs). `stop_after` stops after that many steps in this
-    call (for tests of resume), returning a result with `steps` < the total.
+    The run lives in `cache_dir/<cfg.key(train_data)>/`: `checkpoint.pt` (every
+    `checkpoint_every` steps), then `model.pt` and `result.json` when finished, each written
+    atomically with its sha256 beside it. A finished run is loaded, an unfinished one resumes
+    from its checkpoint; a file that is unreadable, of the wrong structure or fails its
+    digest is set aside (`*.corrupt`) with a warning and the work is redone. Files hold
+    tensors and plain containers only and are loaded with `weights_only=True`. Processes
+    training the same run wait for each other (an advisory lock): the first trains, the
+    others load its result. `quiet` prints one line per epoch instead of progress bars (for
+    papermill logs). `stop_after` stops after that many steps in this call (for tests of
+    resume), returning a result with `steps` < the total and caching nothing final.
     """
+    _check_trainable(cfg, train_data)
     run = Path(cache_dir) / cfg.key(train_data)
     dev = resolve_device(device)
-    if (run / "result.json").is_file():
-        return _load_finished(run, cfg, dev, test_data)
+    with file_lock(run / "lock"):
+        finished = _load_finished(run, cfg, dev, test_data)
+        if finished is not None:
+            return finished
+        return _train(run, cfg, train_data, test_data, dev, quiet, stop_after)
+
+
+def _check_trainable(cfg: TrainConfig, data: Dataset) -> None:
+    """Refuse, naming the dataset and configuration, what would cache an untrained model."""
+    where = f"dataset {cfg.dataset!r} ({cfg.model.kind} model, {cfg.model.encoder.normalization}, seed {cfg.seed})"
+    if len(data) == 0:
+        raise TrainingError(f"the training set of {where} is empty: nothing to train on")
+    if cfg.epochs < 1 or cfg.batch_size < 1:
+        raise TrainingError(f"{where}: epochs={cfg.epochs} and batch_size={cfg.batch_size} "
+                            f"must be at least 1, or training makes no step")
+
+
+def _train(run: Path, cfg: TrainConfig, train_data: Dataset, test_data: Dataset,
+           dev: torch.device, quiet: bool, stop_after: int | None) -> TrainResult:
     torch.manual_seed(cfg.seed)
     model = build_model(cfg.model).to(dev)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr,
@@ -147,11 +169,9 @@ def train(cfg: TrainConfig, train_data: Dataset, test_data: Dataset,
     per_epoch = math.ceil(len(train_data) / cfg.batch_size)
     total = per_epoch * cfg.epochs
     state = {"step": 0, "losses": [], "epoch_loss": 0.0, "seconds": 0.0}
-    saved = _load_checkpoint(run / "checkpoint.pt", dev)
+    saved = _load_checkpoint(run / "checkpoint.pt", model, optimizer, dev)
     if saved is not None:
-        model.load_state_dict(saved["model"])
-        optimizer.load_state_dict(saved["optimizer"])
-        state = saved["state"]
+        state = saved
     started = time.perf_counter() - state["seconds"]
     bar = tqdm(total=total, initial=state["step"], disable=quiet, desc=f"train {cfg.dataset}")
     model.train()
@@ -162,7 +182,16 @@ def train(cfg: TrainConfig, train_data: Dataset, test_data: Dataset,
         order = epoch_order(len(train_data), cfg.seed, epoch)
         index = order[index_in_epoch * cfg.batch_size:(index_in_epoch + 1) * cfg.batch_size]
         loss = optimizer_step(model, optimizer, _batch(train_data, index, dev),
-                     learning_rate(state["step"], total, cfg), cfg.bf16 and dev.type == "cuda")
+                              learning_rate(state["step"], total, cfg),
+                              cfg.bf16 and dev.type == "cuda")
+        if not math.isfinite(loss):
+            bar.close()
+            for name in ("checkpoint.pt", "checkpoint.pt.sha256"):
+                (run / name).unlink(missing_ok=True)  # nothing of a diverged run is kept
+            raise TrainingError(f"the training loss of dataset {cfg.dataset!r} "
+                                f"({cfg.model.encoder.normalization}, seed {cfg.seed}, lr "
+                                f"{cfg.lr:g}) is {loss} at step {state['step'] + 1}: the "
+                                f"run diverged and nothing was cached")
         state["epoch_loss"] += loss
         state["step"] += 1
         stop_after = None if stop_after is None else stop_after - 1
@@ -176,8 +205,8 @@ def train(cfg: TrainConfig, train_data: Dataset, test_data: Dataset,
                       flush=True)
         if state["step"] % cfg.checkpoint_every == 0 or state["step"] == total:
             state["seconds"] = time.perf_counter() - started
-            _atomic_save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                          "state": state}, run / "checkpoint.pt")
+            _save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                   "state": state}, run / "checkpoint.pt")
     bar.close()
     if state["step"] < total:
         return TrainResult(model, cfg, float("nan"), state["seconds"], state["step"],
@@ -204,39 +233,83 @@ def _test_identity(data: Dataset) -> dict:
     return {"test_size": len(data), "test_source": getattr(data, "source", "")}
 
 
-def _load_checkpoint(path: Path, device: torch.device) -> dict | None:
-    """The checkpoint at `path`, or None when there is none. An unreadable one (a crash
-    during a write on a filesystem without atomic rename) is set aside, not fatal."""
-    if not path.is_file():
+_STATE_KEYS = {"step", "losses", "epoch_loss", "seconds"}
+_RESULT_KEYS = {"test_accuracy", "train_seconds", "steps", "losses", "config", "test_size",
+                "test_source"}
+
+
+def _save(obj, path: Path) -> None:
+    """torch.save, atomically, with the file's sha256 beside it (`files.write_verified`)."""
+    write_verified(path, lambda tmp: torch.save(obj, tmp))
+
+
+def _load(path: Path, device: torch.device):
+    """The verified file at `path`, loaded with weights_only=True (tensors and plain
+    containers: a crafted file cannot run code). CorruptFile on any failure."""
+    check_verified(path)
+    try:
+        return torch.load(path, map_location=device, weights_only=True)
+    except Exception as error:  # pickle, zip and torch errors are many: any is corruption
+        raise CorruptFile(f"{path} cannot be loaded: {type(error).__name__}: {error}") from error
+
+
+def _load_checkpoint(path: Path, model: Classifier, optimizer, device: torch.device
+                     ) -> dict | None:
+    """Restore `model` and `optimizer` from the checkpoint at `path` and return its state;
+    None when there is none, or when it is corrupt (then it is set aside)."""
+    if not path.exists():
         return None
     try:
-        return torch.load(path, map_location=device, weights_only=False)
-    except (RuntimeError, EOFError, OSError, ValueError) as error:
-        os.replace(path, path.with_suffix(".corrupt"))
-        print(f"unreadable checkpoint {path} ({error}); moved to {path.with_suffix('.corrupt')}"
-              f" and training from the start", flush=True)
+        saved = _load(path, device)
+        if not (isinstance(saved, dict) and {"model", "optimizer", "state"} <= set(saved)
+                and isinstance(saved["state"], dict) and _STATE_KEYS <= set(saved["state"])):
+            raise CorruptFile(f"{path} does not hold a checkpoint (model, optimizer, state)")
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        return {k: saved["state"][k] for k in _STATE_KEYS}
+    except (CorruptFile, RuntimeError, ValueError, KeyError, TypeError) as error:
+        set_aside(path, str(error).splitlines()[0])
         return None
 
 
 def _finish(run: Path, cfg: TrainConfig, model: Classifier, state: dict, test_data: Dataset,
             accuracy: float) -> TrainResult:
-    """Write the final weights and the result (atomically), drop the checkpoint."""
-    _atomic_save(model.state_dict(), run / "model.pt")
+    """Write the final weights, then the result record (each atomic, with its digest; the
+    record last, so that a record means a complete run), then drop the checkpoint."""
+    _save(model.state_dict(), run / "model.pt")
     result = {"test_accuracy": accuracy, "train_seconds": state["seconds"],
               "steps": state["step"], "losses": state["losses"], "config": asdict(cfg),
               **_test_identity(test_data)}
-    atomic_write_text(run / "result.json", json.dumps(result, indent=1, default=str))
-    (run / "checkpoint.pt").unlink(missing_ok=True)
+    write_verified(run / "result.json",
+                   lambda tmp: tmp.write_text(json.dumps(result, indent=1, default=str)))
+    for name in ("checkpoint.pt", "checkpoint.pt.sha256"):
+        (run / name).unlink(missing_ok=True)
     return TrainResult(model.eval(), cfg, accuracy, state["seconds"], state["step"],
                        state["losses"], False)
 
 
 def _load_finished(run: Path, cfg: TrainConfig, device: torch.device,
-                   test_data: Dataset) -> TrainResult:
-    """The cached model; its accuracy is measured again if the test set is not the same."""
-    result = json.loads((run / "result.json").read_text())
-    model = build_model(cfg.model).to(device)
-    model.load_state_dict(torch.load(run / "model.pt", map_location=device))
+                   test_data: Dataset) -> TrainResult | None:
+    """The cached model, or None when the run has not finished or its files are corrupt
+    (then they are set aside and the run is redone). Its accuracy is measured again if the
+    test set is not the same."""
+    record = run / "result.json"
+    if not record.exists():
+        return None
+    try:
+        check_verified(record)
+        try:
+            result = json.loads(record.read_text())
+        except ValueError as error:
+            raise CorruptFile(f"{record} is not valid JSON ({error})") from error
+        if not (isinstance(result, dict) and _RESULT_KEYS <= set(result)):
+            raise CorruptFile(f"{record} lacks the fields of a finished run")
+        model = build_model(cfg.model).to(device)
+        model.load_state_dict(_load(run / "model.pt", device))
+    except (CorruptFile, RuntimeError, KeyError, TypeError) as error:
+        for name in ("result.json", "model.pt"):
+            set_aside(run / name, str(error).splitlines()[0])
+        return None
     accuracy = result["test_accuracy"]
     if any(result.get(k) != v for k, v in _test_identity(test_data).items()):
         accuracy = evaluate(model, test_data, device)

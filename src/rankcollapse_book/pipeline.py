@@ -40,6 +40,7 @@ from traitlets.config import Config
 from rankcollapse.devices import DEVICES, resolve_device
 from rankcollapse.files import digest_files, module_sources
 from rankcollapse.profiles import get_profile
+from rankcollapse.trainings import seed_argument
 from rankcollapse_book.chapter import FIGURE_DIR, caption_note, fill_execution_time, find_root
 from rankcollapse_book.figures_page import FORMATS, PAGE, collect, write_figures_page
 
@@ -289,7 +290,8 @@ def parser() -> argparse.ArgumentParser:
     options.add_argument("--profile", type=profile, default="ci", help="ci (default) or full")
     options.add_argument("--device", type=device, default="auto",
                          help=f"one of {', '.join(DEVICES)} (default auto: cuda if available)")
-    options.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    options.add_argument("--seed", type=seed_argument, default=0,
+                         help="random seed in [0, 2**32) (default 0)")
     cli = argparse.ArgumentParser(prog="rankcollapse-book", description=__doc__.split("\n")[0])
     commands = cli.add_subparsers(dest="command", required=True)
     commands.add_parser("run", parents=[options], help="execute chapters")

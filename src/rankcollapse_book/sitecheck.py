@@ -3,11 +3,12 @@
     python -m rankcollapse_book.sitecheck _build/html [--screenshots _build/screenshots]
 
 Every HTML page is loaded in headless Chromium (after its scripts, MathJax included, have run:
-`--dump-dom` with a virtual-time budget). In the rendered page: every internal link and image
-must resolve to a file of the site (and a `#fragment` to an element id of that page), no script
-or stylesheet may come from another host (the book must render offline), and no raw TeX may be
-left (`\\(`, `\\[`, `$$` outside code). Screenshots of the intro and of one chapter are kept.
-Exit status 1 when anything is wrong, with one line per problem.
+`--dump-dom` with a virtual-time budget), with every host but the local files unreachable. In
+the rendered page: every internal link and image must resolve to a file of the site (and a
+`#fragment` to an element id of that page), no script or stylesheet may come from another
+host (the book must render offline), and no raw TeX may be left (`\\(`, `\\[`, `$$` outside code); a redirect must stay on the site. Screenshots of the
+intro and of one chapter are kept. Exit status 1 when anything is wrong, with one line per
+problem; a missing or empty site is an error too.
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ from urllib.parse import unquote, urlsplit
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update",
                   "--disable-sync", "--disable-quic", "--hide-scrollbars"]
+# Nothing but the local files is reachable: every host name fails to resolve, and every
+# connection (loopback and IP literals included) goes to a proxy port where nothing listens.
+# An external resource is then never fetched; the page scan still reports that it was asked.
+OFFLINE_FLAGS = ["--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9",
+                 "--proxy-bypass-list=<-loopback>"]
 SCREENSHOTS = {"intro.png": "book/intro.html",
                "chapter.png": "book/chapters/03_linearized_bound.html"}
 RAW_TEX = ("\\(", "\\[", "$$")
@@ -124,7 +130,8 @@ def chromium() -> str | None:
 
 def render(browser: str, page: Path, profile: Path, screenshot: Path | None = None) -> str:
     """The page's DOM after its scripts ran (or write a screenshot when `screenshot`)."""
-    args = [browser, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=10000"]
+    args = [browser, *CHROMIUM_FLAGS, *OFFLINE_FLAGS, f"--user-data-dir={profile}",
+            "--virtual-time-budget=10000"]
     if screenshot:
         args += ["--window-size=1280,1600", f"--screenshot={screenshot}"]
     else:
@@ -143,13 +150,21 @@ def check_site(site: Path, screenshots: Path | None = None, browser: str | None 
     if browser is None:
         raise SystemExit("chromium not found: install Debian's `chromium` package "
                          "(apt-get install chromium)")
+    if not site.is_dir():
+        raise SystemExit(f"no site at {site}: build the book first (make book)")
     pages = sorted(p for p in site.rglob("*.html")
                    if not p.relative_to(site).parts[0].startswith(("_", ".")))
+    if not pages:
+        raise SystemExit(f"{site} holds no HTML page: the build is empty or incomplete")
     problems, totals, ids_cache = [], {"pages": 0, "links": 0, "images": 0, "math": 0}, {}
     with tempfile.TemporaryDirectory() as profile:
         for page in pages:
             redirect = REDIRECT.search(page.read_text(errors="replace"))
             if redirect:  # e.g. index.html: check its target instead of rendering it
+                if not _internal(redirect[1]):
+                    problems.append(f"{page.relative_to(site)}: redirects to another host, "
+                                    f"{redirect[1]}")
+                    continue
                 page_problems, _ = check_page(page, f'<a href="{redirect[1]}"></a>', site,
                                               ids_cache)
                 problems += page_problems

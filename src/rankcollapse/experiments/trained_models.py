@@ -24,6 +24,7 @@ from ..normalizations import NORMALIZATIONS
 from ..profiles import Task
 from ..stats import VERDICTS, Claim, claim_verdict, compare, compare_table, describe
 from ..training import TrainConfig, TrainResult, train
+from ..trainings import models_dir
 from .random_matrix_control import path_residuals
 
 # LayerNorm stays on in every variant: the paper switches off only FFN and skips.
@@ -81,10 +82,11 @@ def train_config(task: Task, data: Dataset, normalization: str, seed: int,
 
 
 def train_models(task: Task, train_data: Dataset, test_data: Dataset, seeds, device: str,
-                 n_iter: int = 50, cache_dir=".cache/models") -> dict[tuple[str, int], TrainResult]:
-    """One model per (normalization, seed), trained or loaded from the cache."""
+                 n_iter: int = 50, cache_dir=None) -> dict[tuple[str, int], TrainResult]:
+    """One model per (normalization, seed), trained or loaded from the model cache
+    (`trainings.models_dir`: where `rankcollapse-train` puts them too)."""
     return {(name, seed): train(train_config(task, train_data, name, seed, n_iter),
-                                train_data, test_data, cache_dir, device, quiet=True)
+                                train_data, test_data, models_dir(cache_dir), device, quiet=True)
             for name in NORMALIZATIONS for seed in seeds}
 
 

@@ -1,0 +1,60 @@
+"""`rankcollapse-train`: one training into the shared cache, found there by the chapter."""
+
+from dataclasses import replace
+
+import pytest
+
+from rankcollapse import profiles, trainings
+from rankcollapse.experiments import trained_models as tm
+from rankcollapse.profiles import Task
+
+TINY = Task("fashion_mnist", depth=1, d_model=16, n_heads=2, d_ff=32, epochs=1, batch_size=32,
+            lr=1e-3, warmup_steps=1, patch=7, train_limit=64)
+
+
+@pytest.fixture
+def tiny(monkeypatch):
+    profile = replace(profiles.PROFILES["ci"], name="tiny", tasks={"pairs": TINY},
+                      train_seeds=(3, 4), n_iter=10)
+    monkeypatch.setitem(profiles.PROFILES, "tiny", profile)
+    return profile
+
+
+def test_list_gives_one_command_per_training(tiny, capsys):
+    assert trainings.main(["--profile", "tiny", "--list", "--device", "cpu"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [f"rankcollapse-train --profile tiny --task pairs --normalization {n} "
+                     f"--seed {s} --device cpu" for n in ("softmax", "sinkhorn") for s in (3, 4)]
+    full = trainings.planned("full")
+    assert len(full) == len(profiles.PROFILES["full"].tasks) * 2 * 3
+
+
+def test_one_training_lands_where_the_chapter_looks(tiny, tmp_path, capsys):
+    argv = ["--profile", "tiny", "--task", "pairs", "--normalization", "sinkhorn", "--seed",
+            "3", "--device", "cpu", "--cache-dir", str(tmp_path)]
+    assert trainings.main(argv) == 0
+    assert "sinkhorn seed 3: trained" in capsys.readouterr().out
+    data = tm.load_task(TINY)
+    found = tm.train_models(TINY, *data, [3], "cpu", tiny.n_iter, cache_dir=tmp_path)
+    assert found[("sinkhorn", 3)].from_cache and not found[("softmax", 3)].from_cache
+    assert trainings.main(argv) == 0 and "loaded from the cache" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--seed", "-1"], "seed must be in [0, 2**32)"),
+    (["--seed", str(2**70)], "seed must be in [0, 2**32)"),
+    (["--seed", "1.5"], "seed must be an integer"),
+    (["--task", "mnist", "--normalization", "softmax"], "--seed required"),
+    (["--task", "imagenet", "--normalization", "softmax", "--seed", "0"], "unknown task"),
+])
+def test_bad_arguments_are_refused_by_the_parser(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        trainings.main(argv)
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_the_cache_directory_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.delenv("RANKCOLLAPSE_MODELS", raising=False)
+    assert str(trainings.models_dir()) == ".cache/models"
+    monkeypatch.setenv("RANKCOLLAPSE_MODELS", str(tmp_path))
+    assert trainings.models_dir() == tmp_path and trainings.models_dir("x").name == "x"
