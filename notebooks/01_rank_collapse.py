@@ -162,8 +162,7 @@ chapter.show(fig, "fig-block-parts", parts_summary)
 
 # %% [markdown]
 # After {glue:text}`ch1_depth` layers ({numref}`fig-block-parts`), the configurations
-# {glue:md}`ch1_parts`. LayerNorm alone rescales each token, so it can hold the residual
-# only at the level where rounding noise is rescaled. Dong et al. and the paper report that
+# {glue:md}`ch1_parts`. Dong et al. and the paper report that
 # the skip connection is what prevents collapse; here skip connections alone end at
 # {glue:text}`ch1_last_skip:.2f` and the full block at {glue:text}`ch1_last_full:.2f`.
 #
@@ -216,7 +215,7 @@ chapter.glue({"ch1_log_n": np.log(settings.n_tokens), "ch1_entropy_uniform": end
               "ch1_entropy_peaked": ends[pairs[1]["label"]],
               "ch1_contrast_skip": rc.final_residuals(res_summary, settings.depth)[pairs[1]["label"]]})
 
-# %% mystnb={"figure": {"caption": "Two different collapses. Left: relative residual (log scale). Right: mean row entropy of the attention in nats (dotted: $\\log n$, uniform rows). Small logits without skip keep the entropy maximal while the rank collapses; large logits with a skip connection drive the entropy down while the rank survives. Bands: one standard deviation over inputs and weight draws.", "name": "fig-rank-vs-entropy"}}
+# %% mystnb={"figure": {"caption": "Two different collapses. Left: relative residual (log scale). Right: mean row entropy of the attention in nats (dotted: $\\log n$, uniform rows). Small logits without skip keep the entropy maximal while the rank collapses; large logits with a skip connection drive the entropy down while the rank survives. Bands: one standard deviation over inputs and weight draws (of $\\log_{10} r$ on the left, of the entropy on the right).", "name": "fig-rank-vs-entropy"}}
 fig = plots.rank_and_entropy(res_summary, entropy, np.log(settings.n_tokens))
 chapter.show(fig, "fig-rank-vs-entropy",
              pd.concat([res_summary.assign(quantity="log10 residual"),

@@ -186,16 +186,17 @@ fig = plots.residual_bands(stack_summary, "normalization", "{}, logit scale {:g}
 chapter.show(fig, "fig-pure-both", stack_summary)
 
 # %% [markdown]
-# Both normalizations collapse doubly exponentially ({numref}`fig-pure-both`). The layer at
-# which the mean residual first falls below $10^{-8}$:
+# The layer at which the geometric-mean residual ({numref}`fig-pure-both`) first falls below
+# $10^{-8}$, per logit scale and normalization:
 
 # %%
 reach
 
 # %% [markdown]
-# differs between softmax and Sinkhorn by at most {glue:text}`ch2_max_gap` layer(s) at any
-# scale. Sinkhorn holds out longer at {glue:text}`ch2_sinkhorn_later` of the
-# {glue:text}`ch2_scales` scales and softmax at {glue:text}`ch2_softmax_later` (see the figure
+# It differs between softmax and Sinkhorn by at most {glue:text}`ch2_max_gap` layer(s) at any
+# scale; Sinkhorn reaches it later at {glue:text}`ch2_sinkhorn_later` of the
+# {glue:text}`ch2_scales` scales and softmax at {glue:text}`ch2_softmax_later` (a description
+# of the geometric means, not a test; see the figure
 # for where the curves part). Every configuration that reaches $10^{-8}$ does so by layer
 # {glue:text}`ch2_latest` ({glue:text}`ch2_never` of them never do; a layer mostly at the
 # rounding floor counts as reached). The paper's theorem says Sinkhorn decays doubly
@@ -234,9 +235,9 @@ chapter.show(plots.cost_figure(per_n), "fig-cost", timing)
 # :format: myst
 # ```
 #
-# Sinkhorn attention follows Sinkformers (log-domain, uniform marginals, temperature 1).
+# Sinkhorn attention follows Sinkformers (uniform marginals, temperature 1).
 # Beyond the paper: both iteration conventions side by side, where 50 iterations are not
-# enough (large logits, short sequences), and the collapse of random pure attention under
+# enough (large logits), and the collapse of random pure attention under
 # both normalizations. Chapter 5 measures the same on the logits of trained models.
 # ````
 

@@ -53,7 +53,8 @@ paths = dict(n_pools=settings.n_pools, depths=depths, n_paths=settings.paths_per
 # %% tags=["remove-cell"]
 chapter.glue({"ch4_layers": layers, "ch4_paths": settings.paths_per_pool, "ch4_heads": heads,
               "ch4_batch": batch, "ch4_pools": settings.n_pools, "ch4_margin": MARGIN,
-              "ch4_level": 100 * LEVEL})
+              "ch4_level": 100 * LEVEL,
+              "ch4_all_paths": settings.n_pools * settings.paths_per_pool})
 
 # %% [markdown]
 # ## The measurement
@@ -66,7 +67,7 @@ chapter.glue({"ch4_layers": layers, "ch4_paths": settings.paths_per_pool, "ch4_h
 # depth from 1 to {glue:text}`ch4_layers` in each pool of matrices (below). Softmax and Sinkhorn are always applied to the
 # *same* logits and measured on the *same* paths, so the comparison is paired.
 #
-# ```{admonition} What counts as an independent sample
+# ```{admonition} What counts as an independent sample, and how many paths
 # :class: note
 # Paths drawn from one set of matrices share those matrices: many paths through
 # {glue:text}`ch4_layers` layers of a few random matrices are far from a hundred independent
@@ -78,7 +79,9 @@ chapter.glue({"ch4_layers": layers, "ch4_paths": settings.paths_per_pool, "ch4_h
 # geometric mean over pools of the paired ratios, with a {glue:text}`ch4_level:.0f`%
 # bootstrap interval over pools; the result is *parity* when the whole interval lies within
 # ±{glue:text}`ch4_margin:.0%` of 1, *Sinkhorn keeps more* (or *less*) when it lies above
-# (below) 1, and *inconclusive* otherwise.
+# (below) 1, and *inconclusive* otherwise. The paper samples 100 paths per depth from one
+# set of matrices; here each pool gives {glue:text}`ch4_paths` paths per depth
+# ({glue:text}`ch4_all_paths` per depth in all; the `full` profile takes 100 per pool).
 # ```
 #
 # ## The paper's control: independent random logits
@@ -106,7 +109,7 @@ sentences = rm.verdicts(advantage)
 # normalization of any finite logits).
 
 # %% mystnb={"figure": {"caption": "The paper's random-matrix control. Relative residual of path products against their best rank-1 approximation (composite norm, log scale) against path depth, softmax (blue) and Sinkhorn (red) built from the same i.i.d. $\\mathcal N(0,1)$ logits, same paths, all pools together. Left: all factors random. Right: half of the layers replaced by the identity. Boxes: quartiles over paths; whiskers 1.5 IQR.", "name": "fig-control-boxes"}}
-fig = plots.boxes_by(control, "setting", "depth", ylabel="relative rank-1 residual of the path product")
+fig = plots.boxes_by(control, "setting", "depth", ylabel="rank-1 residual of the product")
 chapter.show(fig, "fig-control-boxes", control)
 
 # %% mystnb={"figure": {"caption": "Ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth: geometric mean over independent pools with its 95% bootstrap interval over pools, for the control with independent logits and its half-identity variant. Above the line at 1 Sinkhorn keeps more rank; the grey band is the parity margin.", "name": "fig-control-ratio"}}
@@ -168,9 +171,9 @@ chapter.show(plots.ratio_figure(corr_adv), "fig-correlated", corr_adv)
 # {glue:text}`ch4_rho_0.5:.2f` (0.5), {glue:text}`ch4_rho_0.9:.2f` (0.9) and
 # {glue:text}`ch4_rho_0.99:.2f` (0.99); Sinkhorn keeps more in
 # {glue:text}`ch4_corr_more` of the {glue:text}`ch4_corr_cells` (ρ, depth) cells
-# ({numref}`fig-correlated`). At $\rho = 0.99$: {glue:md}`ch4_rho_0.99_verdict`
-# Where that count is zero or near it, correlation between the layers' logits, at least of
-# this simple Gaussian kind, does not produce an advantage.
+# ({numref}`fig-correlated`). At $\rho = 0.99$: {glue:md}`ch4_rho_0.99_verdict` This is the
+# test of whether correlation between the layers' logits, of this simple Gaussian kind, can
+# produce an advantage: a count of zero says it does not here.
 #
 # ## The hypothesis, test (b): attention computed from the previous layer's output
 #
@@ -209,11 +212,12 @@ chapter.show(plots.ratio_figure(net_adv.dropna(subset=["low"]), list(chains), fi
 # - skip + LN, logit scale 1: {glue:md}`ch4_net2_verdict`
 # - skip + LN, logit scale 4: {glue:md}`ch4_net3_verdict`
 #
-# Compare these lines with the random control above: where a network with skip connections
-# finds Sinkhorn ahead while the independent random matrices do not, the chain structure
-# (each layer's attention computed from the previous layer's output) produces an advantage
-# that correlation between random logits does not. These networks are untrained and, in the
-# `ci` profile, small; chapter 5 asks the same question of trained models.
+# These lines are to be read against the random control above: depths where a network with
+# skip connections finds Sinkhorn ahead and the independent random matrices do not are what
+# the chain structure (each layer's attention computed from the previous layer's output)
+# adds; the claim C6d in the box below counts them, from depth 2 on. These networks are
+# untrained and, in the `ci` profile, small; chapter 5 asks the same question of trained
+# models.
 #
 # ````{admonition} What this chapter finds
 # :class: tip

@@ -64,4 +64,4 @@ def test_figures_page_lists_figures_with_downloads_and_citations(tmp_path):
     for fmt in ("png", "svg", "pdf", "csv"):
         assert f'href="../figures/fig-a.{fmt}"' in text
     assert "https://example.org/book/book/chapters/01_a.html#fig-a" in text
-    assert "@misc{rankcollapse-fig-a" in text and "title        = {Residual against depth}" in text
+    assert "@misc{rankcollapse-fig-a" in text and "title        = {Residual r against depth}" in text

@@ -72,7 +72,9 @@ def test_bound_check_and_claims_follow_the_numbers():
     assert bound_check(stacks) == (True, 2, 2)  # layer 3 is below the rounding floor
     assert bound_check(stacks.assign(log10_bound=[0, -4, -8, -30]))[0] is False
     sweep = pd.DataFrame({"logit_norm": [0.01, 0.05, 3.0], "looseness": [2.0, 1.5, 0.5]})
-    good = claims({"softmax": 3.01, "sinkhorn": 2.98}, (True, 2, 2), sweep)
+    good = claims({"softmax": 3.01, "sinkhorn": 2.98}, (True, 8, 4), sweep)
     assert [c.verdict for c in good] == ["reproduced"] * 3
-    bad = claims({"softmax": 2.5, "sinkhorn": 3.0}, (False, 2, 2), sweep.assign(looseness=0.5))
+    shallow = claims({"softmax": 3.01, "sinkhorn": 2.98}, (True, 4, 2), sweep)
+    assert shallow[1].verdict == "not testable here" and "layers 1–2 only" in shallow[1].finding
+    bad = claims({"softmax": 2.5, "sinkhorn": 3.0}, (False, 8, 5), sweep.assign(looseness=0.5))
     assert [c.verdict for c in bad] == ["not reproduced"] * 3

@@ -79,8 +79,9 @@ def test_claims_follow_the_verdicts():
                        adv("net", ["more", "more", "inconclusive"]),
                        adv("one", ["more", "parity", "parity"])])
     c6a, c6b, c6d = claims(table, "ind", "idt", ["net"])
-    assert (c6a.verdict, c6b.verdict, c6d.verdict) == ("reproduced", "partly reproduced",
+    assert (c6a.verdict, c6b.verdict, c6d.verdict) == ("reproduced", "contradicted",
                                                         "partly reproduced")
+    assert "No depth shows Sinkhorn ahead" in c6b.finding  # the claim's own wording holds
     # depth 1 is one matrix, not a chain: it does not count for the hypothesis
     assert claims(table, "ind", "idt", ["one"])[2].verdict == "not reproduced"
     assert verdicts(table)["idt"] == "Sinkhorn keeps less at depths 2–3; parity at depth 1."

@@ -100,7 +100,7 @@ def test_final_residuals_entropy_and_layernorm_summaries():
     assert rc.layernorm_sentence({"affine_changed": 0, "linear_changed": 1, "total": 4}) == (
         "**The statement holds in all 4 draws**: the affine rank never changed. The linear "
         "rank of the centred tokens was kept in 3 of 4 draws (1 changed).")
-    assert table.loc[2, "affine_after"] == "3–3"
+    assert table.loc[2, "affine rank after"] == "3–3"
 
 
 def test_claim_c1_follows_the_final_residuals():

@@ -59,6 +59,8 @@ def test_floor_and_non_finite_values_are_left_out_and_counted():
     assert "2 left out" in c.summary()
     few = compare(a[:2], b[:2])
     assert few.verdict == "inconclusive" and few.units == 2  # fewer than three units
+    floored = compare(np.r_[a[:4], [1e-20] * 5], np.full(9, 2.0), floor=1e-15)
+    assert floored.excluded == 5 and floored.units == 4 and floored.verdict == "inconclusive"
 
 
 def test_bad_input_is_refused():
@@ -102,6 +104,8 @@ def test_compare_table_per_group_and_describe():
 def test_claim_verdicts():
     assert claim_verdict("more", ["more", "more"]) == "reproduced"
     assert claim_verdict("more", ["more", "parity"]) == "partly reproduced"
+    assert claim_verdict("more", ["more", "less"]) == "partly reproduced"
+    assert claim_verdict("more", ["more", "less", "less"]) == "contradicted"  # mostly opposite
     assert claim_verdict("more", ["less", "parity"]) == "contradicted"
     assert claim_verdict("more", ["parity", "inconclusive"]) == "not reproduced"
     assert claim_verdict("parity", ["less", "less"]) == "contradicted"

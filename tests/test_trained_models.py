@@ -10,7 +10,7 @@ from rankcollapse.experiments.trained_models import (VARIANTS, accuracy_table, a
                                                      claims_table, early_contrast,
                                                      layer_comparisons, skip_contrast,
                                                      layer_sentences, path_comparisons, record,
-                                                     skip_effect, switched, train_config)
+                                                     switched, train_config)
 from rankcollapse.models import Switches, build_model
 from rankcollapse.profiles import Task
 from rankcollapse.training import TrainResult
@@ -82,7 +82,7 @@ def constructed(ratios: dict[str, list[float]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def test_layer_comparisons_claims_and_skip_effect_on_constructed_ratios():
+def test_layer_comparisons_and_claims_on_constructed_ratios():
     residuals = constructed({"full model": [2.0, 2.0, 1.0], "without FFN": [2.0, 1.0, 1.0],
                              "without skip": [0.5, 0.5, 0.5], "pure": [1.0, 1.0, 0.5]})
     comparisons = layer_comparisons(residuals)
@@ -92,8 +92,6 @@ def test_layer_comparisons_claims_and_skip_effect_on_constructed_ratios():
     assert table.loc["without skip", "layers_less"] == 3
     assert table.loc["full model", "largest_ratio_layer"] == 1
     assert table.loc["full model", "mean_log10_ratio"] == pytest.approx(2 * np.log10(2) / 3)
-    effect = skip_effect(table.reset_index()).loc["t"]
-    assert effect.with_skip > 0 > effect.without_skip
     sentences = layer_sentences(comparisons)
     assert sentences[("t", "full model")] == ("Sinkhorn keeps more at layers 1–2; parity at "
                                               "layer 3.")
@@ -116,6 +114,15 @@ def test_early_and_skip_contrasts_decide_c4b_and_c4c():
     reverse = constructed({"full model": [1.0, 1.0, 4.0, 4.0], "without skip": [3.0] * 4})
     assert early_contrast(reverse).verdict.item() == "less"
     assert skip_contrast(reverse).verdict.item() == "less"
+    # less behind with skips is not more ahead: no advantage, so the claim is not reproduced
+    behind = constructed({"full model": [0.8] * 4, "without skip": [0.4] * 4})
+    skips_behind = skip_contrast(behind)
+    assert skips_behind.verdict.item() == "more" and skips_behind.first_verdict.item() == "less"
+    c4c = [c for c in claims(layer_comparisons(behind), path_comparisons(pd.DataFrame(
+        [dict(setting="T, full model", depth=1, sample=s, normalization=n, residual=1.0)
+         for s in range(5) for n in ("softmax", "sinkhorn")])), {"t": "T"},
+        skips=skips_behind) if c.id == "C4c"][0]
+    assert c4c.verdict == "not reproduced" and "not ahead there" in c4c.finding
     comparisons = layer_comparisons(residuals)
     claims_ = claims(comparisons, path_comparisons(pd.DataFrame(
         [dict(setting="T, full model", depth=1, sample=s, normalization=n, residual=1.0)

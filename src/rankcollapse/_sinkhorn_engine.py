@@ -71,28 +71,38 @@ def sinkhorn_forward(logits: torch.Tensor, half_steps: int, mask: torch.Tensor |
     """Sinkhorn on `(..., n, n)`, block by block (see `_blocks`): the matrices and, per
     matrix (flattened batch), whether it converged before the last half-step. Without
     `early_stop` every matrix runs all half-steps."""
-    outs, done = [], []
-    for m, x in _blocks(logits, mask):
-        p, converged = _block_forward(x, half_steps, m, early_stop)
-        outs.append(p)
-        done.append(converged)
-    return torch.cat(outs).reshape(logits.shape), torch.cat(done)
+    n = logits.shape[-1]
+    out = torch.empty_like(logits, memory_format=torch.contiguous_format).reshape(-1, n, n)
+    done = torch.empty(out.shape[0], dtype=torch.bool, device=logits.device)
+    start = 0
+    for m, x in _blocks(logits, mask):  # each block's result goes straight into `out`
+        stop = start + len(x)
+        done[start:stop] = _block_forward(x, half_steps, m, early_stop, out[start:stop])[1]
+        start = stop
+    return out.reshape(logits.shape), done
 
 
 def _block_forward(x: torch.Tensor, half_steps: int, mask: torch.Tensor | None,
-                   early_stop: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+                   early_stop: bool = True, out: torch.Tensor | None = None
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
     """Sinkhorn of a block `(B, n, n)`: half-steps 1 and 2 (`_kernel`), then the rest in the
     scaling domain with early stopping, or in the log domain when the kernel's range would
-    underflow (see `_underflows`; such matrices count as not converged)."""
+    underflow (see `_underflows`; such matrices count as not converged). Returns P (written
+    into `out` when given: no gradient flows then) and which matrices converged."""
     unconverged = torch.zeros(x.shape[0], dtype=torch.bool, device=x.device)
     k = _kernel(_with_padding_identity(x, mask), half_steps)
     if half_steps <= 2:
-        return _without_padding(k, mask), unconverged
+        return _into(out, _without_padding(k, mask)), unconverged
     if _underflows(k, mask):
-        return _log_iterations(_first_steps(x, half_steps, mask), half_steps, mask), unconverged
+        p = _log_iterations(_first_steps(x, half_steps, mask), half_steps, mask)
+        return _into(out, p), unconverged
     tol = tolerance(k.dtype, k.shape[-1]) if early_stop else -1.0
     u, v, converged = _scale(k, half_steps, tol)
-    return _without_padding(_plan(k, u, v, half_steps)[0], mask), converged
+    return _without_padding(_plan(k, u, v, half_steps, out)[0], mask), converged
+
+
+def _into(out: torch.Tensor | None, p: torch.Tensor) -> torch.Tensor:
+    return p if out is None else out.copy_(p)
 
 
 def _kernel(x: torch.Tensor, half_steps: int) -> torch.Tensor:
@@ -166,8 +176,12 @@ def _with_padding_identity(x: torch.Tensor, mask: torch.Tensor | None) -> torch.
 
 
 def _without_padding(p: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    """P with the padded block's identity removed: padded rows and columns are zero."""
-    return p if mask is None else p.masked_fill(torch.diag_embed(~mask), 0.0)
+    """P with the padded block's identity removed: padded rows and columns are zero. In
+    place when P does not need a gradient (the forward pass), else a new tensor."""
+    if mask is None:
+        return p
+    eye = torch.diag_embed(~mask)
+    return p.masked_fill(eye, 0.0) if p.requires_grad else p.masked_fill_(eye, 0.0)
 
 
 def _first_steps(logits: torch.Tensor, half_steps: int,
@@ -203,9 +217,11 @@ def _iterate(k: torch.Tensor, half_steps: int):
     return k, kt, u, v, steps
 
 
-def _plan(k: torch.Tensor, u: torch.Tensor, v: torch.Tensor, half_steps: int):
+def _plan(k: torch.Tensor, u: torch.Tensor, v: torch.Tensor, half_steps: int,
+          out: torch.Tensor | None = None):
     """The last half-step as an explicit normalization, so the result is exactly row- (odd
-    `half_steps`) or column-stochastic (even) up to rounding. Returns (P, the sums divided by)."""
+    `half_steps`) or column-stochastic (even) up to rounding. Returns (P, the sums divided
+    by); P is written into `out` when given."""
     tiny = torch.finfo(k.dtype).tiny
     if half_steps % 2:
         q = k * v.unsqueeze(-2)
@@ -213,7 +229,7 @@ def _plan(k: torch.Tensor, u: torch.Tensor, v: torch.Tensor, half_steps: int):
     else:
         q = k * u.unsqueeze(-1)
         sums = q.sum(-2, keepdim=True).clamp_min(tiny)
-    return q / sums, sums
+    return torch.div(q, sums, out=out), sums
 
 
 def _scaling_backward(k, kt, u, v, steps, half_steps: int, grad_p: torch.Tensor

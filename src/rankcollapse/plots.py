@@ -7,6 +7,8 @@ neither. Every function returns the figure; the chapter shows and exports it.
 
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import MaxNLocator
@@ -20,6 +22,12 @@ NORMALIZATION_COLORS = {"softmax": "#1f77b4", "sinkhorn": "#d62728"}
 OTHER_COLORS = ["#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
                 "#17becf"]
 LINESTYLES = ["-", "--", "-.", ":"]
+DISPLAY = {"softmax": "softmax", "sinkhorn": "Sinkhorn"}  # how legends name them
+
+
+def display(value) -> str:
+    """A value as a legend shows it: 'Sinkhorn' capitalised, other values as they are."""
+    return DISPLAY.get(value, value) if isinstance(value, str) else value
 
 
 def use_style() -> None:
@@ -68,13 +76,14 @@ def residual_bands(summary: pd.DataFrame, hue: str, label: str = "{}", style: st
     colours), line styles per value of `style`, a dotted line at the rounding `floor`."""
     fig, ax = (plt.subplots(figsize=figsize) if ax is None else (ax.figure, ax))
     palette = colors(summary[hue])
-    styles = {v: LINESTYLES[i % 4] for i, v in enumerate(dict.fromkeys(summary[style]))} \
-        if style else {}
+    # without a style column, other hues also differ in line style: no curve hides another
+    by = style or (hue if set(palette) - set(NORMALIZATION_COLORS) else None)
+    styles = {v: LINESTYLES[i % 4] for i, v in enumerate(dict.fromkeys(summary[by]))} if by else {}
     keys = [hue] + ([style] if style else [])
     for key, group in summary.groupby(keys, sort=False):
         key = key if isinstance(key, tuple) else (key,)
         band_from_summary(ax, group, color=palette[key[0]], linestyle=styles.get(key[-1], "-"),
-                          label=label.format(*key))
+                          label=label.format(*map(display, key)))
     if floor:
         ax.axhline(floor, color="grey", linestyle=":", linewidth=1)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -132,7 +141,7 @@ def convergence_figure(curves: pd.DataFrame, n_iter: int = 50):
     left.axvline(2 * n_iter, color="grey", linestyle="--")
     right.axvline(n_iter, color="grey", linestyle="--")
     left.set(yscale="log", xlabel="half-steps (Sinkformers' n_it)",
-             ylabel="max |marginal − 1| (the unnormalized side)", title="Half-step convention")
+             ylabel="max |marginal sum − 1|", title="Half-step convention")
     right.set(xlabel="full iterations (this book's n_iter)", title="Full-iteration convention")
     left.legend()
     return fig
@@ -160,6 +169,9 @@ def paired_boxes(table: pd.DataFrame, x: str, y: str, ax=None, log: bool = False
     sns.boxplot(table, x=x, y=y, hue="normalization", ax=ax, log_scale=log,
                 palette=NORMALIZATION_COLORS, fliersize=1, linewidth=0.7)
     ax.set(**labels)
+    if ax.get_legend() is not None:
+        for text in ax.get_legend().get_texts():
+            text.set_text(display(text.get_text()))
     return fig
 
 
@@ -188,7 +200,7 @@ def loglog_points(table: pd.DataFrame, x: str, y: str, labels: dict[str, str], x
     fig, ax = plt.subplots(figsize=figsize)
     for name, g in table.groupby("normalization"):  # softmax hollow and larger: both visible
         ax.plot(g[x], g[y], "o-" if guide is None else "o", color=NORMALIZATION_COLORS[name],
-                label=labels.get(name, name), markersize=7 if name == "softmax" else 3,
+                label=labels.get(name, display(name)), markersize=7 if name == "softmax" else 3,
                 markerfacecolor="none" if name == "softmax" else NORMALIZATION_COLORS[name])
     for label, g in ([] if guide is None else guide.groupby("label", sort=False)):
         ax.plot(g["x"], g["y"], g["style"].iloc[0], color="grey" if g["style"].iloc[0] == "-"
@@ -208,7 +220,7 @@ def depth_bound_figure(stacks: pd.DataFrame):
         ax.plot(g["layer"], 10 ** g["log10_residual"], styles[s], marker="o",
                 color=NORMALIZATION_COLORS[name], markersize=7 if name == "softmax" else 3,
                 markerfacecolor="none" if name == "softmax" else NORMALIZATION_COLORS[name],
-                label=f"{name}, s = {s:g}")
+                label=f"{display(name)}, s = {s:g}")
         if name == "softmax":
             ax.plot(g["layer"], 10 ** g["log10_bound"], styles[s], color="grey", linewidth=0.8,
                     label=f"bound, s = {s:g}")
@@ -226,7 +238,7 @@ def regime_figure(sweep: pd.DataFrame):
     markers = dict(zip(sorted(sweep["logit_std"].unique()), "os^v"))
     for (name, s), g in sweep.groupby(["normalization", "logit_std"]):
         kw = dict(color=NORMALIZATION_COLORS[name], marker=markers[s], linestyle="none",
-                  markersize=4, label=f"{name}, logit scale {s:g}")
+                  markersize=4, label=f"{display(name)}, logit scale {s:g}")
         left.plot(g["logit_norm"], g["ratio"], **kw)
         right.plot(g["logit_norm"], g["looseness"], **kw)
     left.axhline(1, color="grey", linewidth=0.8)
@@ -254,7 +266,8 @@ def ratio_plot(ax, adv: pd.DataFrame, order: list[str] | None = None, x: str = "
                xlabel: str = "path depth $k$") -> None:
     """Ratio Sinkhorn / softmax with its interval band against `x`, one line per setting
     (`adv` as `stats.compare_table` returns); grey band: the parity margin."""
-    order = order or list(dict.fromkeys(adv["setting"]))
+    order = [s for s in (order or dict.fromkeys(adv["setting"]))
+             if adv.loc[adv["setting"] == s, "ratio"].notna().any()]  # no curve, no legend entry
     palette = colors(order)
     for label in order:
         a = adv[adv["setting"] == label]
@@ -290,8 +303,8 @@ def variant_panels(summary: pd.DataFrame, variants, title: str):
     fig, axes = plt.subplots(1, len(variants), figsize=(13, 3.4))
     for ax, variant in zip(axes, variants):
         for name, part in summary[summary["variant"] == variant].groupby("normalization"):
-            band_from_summary(ax, part, color=NORMALIZATION_COLORS[name], label=name)
-        ax.set(title=variant, xlabel="layer (0 = embeddings)")
+            band_from_summary(ax, part, color=NORMALIZATION_COLORS[name], label=display(name))
+        ax.set(title=textwrap.fill(variant, 22), xlabel="layer (0 = embeddings)")
     axes[0].set_ylabel("relative residual $r(X_l)$")
     axes[0].legend()
     fig.suptitle(title)

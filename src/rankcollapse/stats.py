@@ -12,15 +12,16 @@ The rule. For each unit, the log ratio Sinkhorn / softmax of its two (paired) va
 estimate is their mean (a geometric-mean ratio), with a percentile bootstrap interval over
 units (`LEVEL`, `N_BOOT` resamples). Then, in this order:
 
-- **parity**: the whole interval lies within the equivalence margin, `[1 / (1 + m), 1 + m]`
-  (`MARGIN` m = 0.1: a residual 10% higher or lower is called equal);
+- **parity**: the whole interval lies within the equivalence margin, a factor `1 + m` of 1,
+  `[1 / (1 + m), 1 + m]` (`MARGIN` m = 0.1: between 0.909 and 1.1);
 - **more** (Sinkhorn keeps more): the interval lies above 1;
 - **less**: the interval lies below 1;
 - **inconclusive**: otherwise (the interval contains 1 but is wider than the margin), and
-  whenever fewer than `MIN_UNITS` units are left.
+  whenever fewer than `MIN_UNITS` units are left or more units were left out than kept.
 
 Units whose value (either side) is not finite or at or below the rounding floor are left
-out and counted: at the floor a residual says only "zero to machine precision".
+out and counted: at the floor a residual says only "zero to machine precision". When most
+units are at the floor, the few left are a selection, not a sample: no verdict then.
 """
 
 from __future__ import annotations
@@ -57,6 +58,9 @@ class Comparison:
         """'Sinkhorn keeps more (ratio 1.32, 95% interval 1.10-1.58, 8 units)'."""
         if not np.isfinite(self.ratio):
             return f"{_WORDS[self.verdict]} (no ratio: {self.units} usable units)"
+        if not (np.isfinite(self.low) and np.isfinite(self.high)):
+            return (f"{_WORDS[self.verdict]} (ratio {self.ratio:.3g} from {self.units} units, "
+                    f"{self.excluded} left out: no interval)")
         left_out = f", {self.excluded} left out at the rounding floor" if self.excluded else ""
         return (f"{_WORDS[self.verdict]} (ratio {self.ratio:.3g}, {LEVEL:.0%} interval "
                 f"{self.low:.3g}–{self.high:.3g}, {self.units} units{left_out})")
@@ -90,7 +94,7 @@ def compare(softmax, sinkhorn, *, margin: float = MARGIN, floor: float = 0.0,
     keep = np.isfinite(a) & np.isfinite(b) & (a > floor) & (b > floor)
     logs = np.log(b[keep]) - np.log(a[keep])
     excluded = int((~keep).sum())
-    if len(logs) < MIN_UNITS:
+    if len(logs) < MIN_UNITS or excluded > len(logs):
         ratio = float(np.exp(logs.mean())) if len(logs) else float("nan")
         return Comparison(ratio, float("nan"), float("nan"), len(logs), excluded, margin,
                           "inconclusive")
@@ -186,14 +190,17 @@ COMPARISON_RULE = (
     "Each comparison is Sinkhorn / softmax over independent units (weight draws, pools of "
     "random matrices, networks or test inputs), as the geometric mean of paired ratios with a "
     f"{LEVEL:.0%} bootstrap interval over units; *parity* when the whole interval lies within "
-    f"the stated margin around 1 (±{MARGIN:.0%} unless said otherwise; parity takes precedence "
-    "even if the interval excludes 1), *Sinkhorn keeps more* (*less*) when it lies above "
-    "(below) 1, *inconclusive* otherwise.")
+    f"a factor {1 + MARGIN:g} of 1 (between {1 / (1 + MARGIN):.3f} and {1 + MARGIN:g}, unless "
+    "another margin is stated; parity takes precedence even if the interval excludes 1), "
+    "*Sinkhorn keeps more* (*less*) when it lies above (below) 1, *inconclusive* otherwise, "
+    f"and whenever fewer than {MIN_UNITS} units are left or most units sit at the rounding "
+    "floor.")
 CLAIM_RULE = (
     "A claim is *reproduced* when every comparison that decides it agrees with the paper, "
-    "*partly reproduced* when some do (the finding says which), *contradicted* when none does "
-    "and some show the opposite, *not reproduced* otherwise; a claim decided by a numerical "
-    "check is reproduced when the check, stated with it, passes.")
+    "*partly reproduced* when some do and no more of them show the opposite (the finding says "
+    "which), *contradicted* when more show the opposite than agree, *not reproduced* otherwise; "
+    "a claim decided by a numerical check is reproduced when the check, stated with it, "
+    "passes, and *not testable here* when this run cannot decide it (the finding says why).")
 _OPPOSITE = {"more": "less", "less": "more"}
 
 
@@ -201,21 +208,22 @@ def claim_verdict(expected: str, found: list[str]) -> str:
     """Verdict on a claim of the paper from the verdicts of its comparisons (one per depth or
     layer, or a single one). `expected`: what the paper reports, 'more', 'less' or 'parity'.
 
-    reproduced: every comparison finds `expected`; partly reproduced: some do; contradicted:
-    none does and some find the opposite beyond the margin (for a claim of parity: a
-    difference either way); not reproduced: otherwise (parity or inconclusive where the paper
-    reports a difference, or inconclusive where it reports parity)."""
+    reproduced: every comparison finds `expected`; partly reproduced: some do and no more find
+    the opposite; contradicted: more find the opposite beyond the margin than find `expected`
+    (for a claim of parity the opposite is a difference either way); not reproduced:
+    otherwise (parity or inconclusive where the paper reports a difference, or inconclusive
+    where it reports parity)."""
     if expected not in ("more", "less", "parity"):
         raise ValueError(f"expected must be 'more', 'less' or 'parity'; got {expected!r}")
     if not found:
         return "not testable here"
-    hits = sum(v == expected for v in found)
+    opposite = {"more", "less"} if expected == "parity" else {_OPPOSITE[expected]}
+    hits, against = sum(v == expected for v in found), sum(v in opposite for v in found)
     if hits == len(found):
         return "reproduced"
-    if hits:
-        return "partly reproduced"
-    opposite = {"more", "less"} if expected == "parity" else {_OPPOSITE[expected]}
-    return "contradicted" if any(v in opposite for v in found) else "not reproduced"
+    if against > hits:
+        return "contradicted"
+    return "partly reproduced" if hits else "not reproduced"
 
 
 def check_verdict(holds: bool | None) -> str:

@@ -50,11 +50,27 @@ def base_url(root: Path) -> str:
     return url.rstrip("/") + "/" if url else ""
 
 
+_SYMBOLS = {"varepsilon": "ε", "epsilon": "ε", "sigma": "σ", "rho": "ρ", "lambda": "λ",
+            "beta": "β", "times": "×", "infty": "∞", "le": "≤", "ge": "≥", "to": "→",
+            "cdots": "…", "ldots": "…", "top": "ᵀ", "|": "‖"}
+
+
+def _plain_math(tex: str) -> str:
+    """Inline TeX as plain text: Greek letters and operators as symbols, other commands
+    without their backslash (\\log -> log), font commands, spacing and braces dropped."""
+    tex = re.sub(r"\\(?:mathrm|mathcal|mathbf|operatorname|text)\s*", "", tex)
+    tex = re.sub(r"\\[,;!]|\\(?:left|right)", "", tex)
+    tex = re.sub(r"\\([A-Za-z]+|\|)(\s*)",
+                 lambda m: _SYMBOLS[m[1]] + m[2] if m[1] in _SYMBOLS else m[1] + (m[2] or " "),
+                 tex)
+    tex = re.sub(r"\s+([_^])", r"\1", tex.replace("{", "").replace("}", "")).replace("^ᵀ", "ᵀ")
+    return re.sub(r"\s+", " ", tex).strip()
+
+
 def _plain(caption: str) -> str:
-    """The caption's first sentence without markup, for a citation."""
-    text = re.sub(r"\$[^$]*\$", "", caption.split(". ")[0])
-    text = re.sub(r"[`*_\\{}]", "", text)
-    text = re.sub(r"\(\s*\)|,(?=\s*,)", "", text)  # what removing the math left behind
+    """The caption's first sentence without markup, for a citation; its math as plain text."""
+    text = re.sub(r"\$([^$]*)\$", lambda m: _plain_math(m[1]), caption.split(". ")[0])
+    text = re.sub(r"[`*\\]", "", text)
     return re.sub(r"\s+", " ", text).replace(" ,", ",").strip().rstrip(".")
 
 

@@ -138,8 +138,10 @@ def layernorm_rank_check(n_tokens: int, d_model: int, ranks: list[int], draws: i
 def layernorm_summary(check: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
     """The range (min–max over draws) of each rank per built-in rank, and how many draws
     changed their affine rank and their linear rank under LayerNorm."""
-    columns = ["affine_before", "affine_after", "linear_before", "linear_after"]
-    table = check.groupby("rank_in")[columns].agg(lambda s: f"{s.min()}–{s.max()}")
+    columns = {"affine_before": "affine rank before", "affine_after": "affine rank after",
+               "linear_before": "linear rank before", "linear_after": "linear rank after"}
+    table = check.groupby("rank_in")[list(columns)].agg(lambda s: f"{s.min()}–{s.max()}")
+    table = table.rename(columns=columns)
     counts = {"affine_changed": int((check.affine_after != check.affine_before).sum()),
               "linear_changed": int((check.linear_after != check.linear_before).sum()),
               "total": len(check)}

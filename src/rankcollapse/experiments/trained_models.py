@@ -22,7 +22,7 @@ from ..measures import layer_table, relative_residual, rounding_floor
 from ..models import Classifier, EncoderConfig, EncoderOutput, ModelConfig, Switches
 from ..normalizations import NORMALIZATIONS
 from ..profiles import Task
-from ..stats import VERDICTS, Claim, claim_verdict, compare, compare_table, describe
+from ..stats import MIN_UNITS, VERDICTS, Claim, claim_verdict, compare, compare_table, describe
 from ..training import TrainConfig, TrainResult, train
 from ..trainings import models_dir
 from .random_matrix_control import path_residuals
@@ -149,6 +149,37 @@ def accuracy_table(results: dict[str, dict[tuple[str, int], TrainResult]]) -> pd
                      seeds=("seed", "count"), train_minutes=("train_minutes", "mean"))
 
 
+ACCURACY_MARGIN = 0.01  # accuracies within a factor 1.01 of each other count as a match
+
+
+def accuracy_claim(results: dict[str, dict[tuple[str, int], TrainResult]],
+                   titles: dict[str, str]) -> Claim:
+    """C8: Sinkhorn models match or improve accuracy, decided per task over training seeds
+    (the seed is the unit; parity within `ACCURACY_MARGIN` counts as a match). Not testable
+    with fewer than `stats.MIN_UNITS` seeds."""
+    parts, accuracies, found = [], [], []
+    for role, by_model in results.items():
+        seeds = sorted({seed for _, seed in by_model})
+        soft = [by_model[("softmax", s)].test_accuracy for s in seeds]
+        sink = [by_model[("sinkhorn", s)].test_accuracy for s in seeds]
+        c = compare(soft, sink, margin=ACCURACY_MARGIN)
+        found.append(c.verdict)
+        accuracies.append(f"{titles[role]}: softmax {np.mean(soft):.3f}, Sinkhorn "
+                          f"{np.mean(sink):.3f}")
+        parts.append(f"{accuracies[-1]} ({c.summary()})")
+    seeds = len({seed for by_model in results.values() for _, seed in by_model})
+    if seeds < MIN_UNITS:
+        return Claim("C8", "Sinkhorn models match or improve accuracy", "not testable here",
+                     f"This profile trains {seeds} seed(s) per model, and the seed is the unit "
+                     f"of this comparison (at least {MIN_UNITS} are needed; the full profile "
+                     f"trains three). Test accuracies: " + "; ".join(accuracies) + ".")
+    matched = ["more" if v in ("more", "parity") else v for v in found]
+    return Claim("C8", "Sinkhorn models match or improve accuracy",
+                 claim_verdict("more", matched),
+                 f"Over {seeds} seeds, parity within a factor {1 + ACCURACY_MARGIN:g}: "
+                 + "; ".join(parts) + ".")
+
+
 def chance_sentence(results: dict[str, dict[tuple[str, int], TrainResult]],
                     titles: dict[str, str], margin: float = 0.1) -> str:
     """Whether every model beats chance (1 / classes) by more than `margin` in accuracy: the
@@ -194,7 +225,7 @@ def claims_table(comparisons: pd.DataFrame) -> pd.DataFrame:
 TABLE_HEADERS = {"task": "task", "variant": "inference variant",
                  "layers_more": "layers: Sinkhorn more", "layers_less": "layers: Sinkhorn less",
                  "layers_parity": "layers: parity", "layers_inconclusive": "layers: inconclusive",
-                 "layers_at_floor": "layers at the floor", "layers": "layers",
+                 "layers_at_floor": "of which mostly at the floor", "layers": "layers",
                  "mean_log10_ratio": "mean log10 ratio", "largest_ratio_layer": "largest at layer",
                  "largest_log10_ratio": "largest log10 ratio"}
 
@@ -203,15 +234,6 @@ def layer_sentences(comparisons: pd.DataFrame) -> dict[tuple[str, str], str]:
     """Per (task, variant), `stats.describe` of the layer comparisons."""
     return {key: describe(g, "layer", "layer")
             for key, g in comparisons.groupby(["task", "variant"], sort=False)}
-
-
-def skip_effect(table: pd.DataFrame, with_skip=("full model", "without FFN")) -> pd.DataFrame:
-    """Per task, the mean log10 ratio (from `claims_table`: layers mostly at the rounding
-    floor left out) averaged over the variants with skip connections and over those without:
-    positive = Sinkhorn keeps more. A description; `skip_contrast` is the test."""
-    skip = table["variant"].isin(with_skip)
-    return pd.DataFrame({"with_skip": table[skip].groupby("task", sort=False)["mean_log10_ratio"].mean(),
-                         "without_skip": table[~skip].groupby("task", sort=False)["mean_log10_ratio"].mean()})
 
 
 def path_comparisons(paths: pd.DataFrame) -> pd.DataFrame:
@@ -234,8 +256,11 @@ def _log_ratios(residuals: pd.DataFrame) -> pd.DataFrame:
 def contrast(residuals: pd.DataFrame, first: pd.Series, second: pd.Series) -> pd.DataFrame:
     """Per task, whether Sinkhorn's advantage (the log residual ratio) is larger where
     `first` holds than where `second` does: per test input, the mean log ratio over the rows
-    of each selection (boolean Series over `_log_ratios`' rows); the two means are compared
-    over inputs with `stats.compare` ('more': larger where `first`)."""
+    of each selection (boolean Series over `_log_ratios`' rows; pairs at the rounding floor
+    left out); the two means are compared over inputs with `stats.compare` ('more': larger
+    where `first`). Also the Sinkhorn / softmax ratio itself in each selection
+    (`first_ratio`, `second_ratio`) and whether Sinkhorn is ahead where `first` holds
+    (`first_verdict`): a larger advantage presupposes an advantage."""
     logs = _log_ratios(residuals)
     rows = []
     for task in residuals["task"].unique():  # in the chapter's order
@@ -244,9 +269,11 @@ def contrast(residuals: pd.DataFrame, first: pd.Series, second: pd.Series) -> pd
         b = g[first(g)].groupby("sample")["log_ratio"].mean()
         both = a.index.intersection(b.index)
         c = compare(np.exp(a[both]), np.exp(b[both]))
+        ahead = compare(np.ones(len(b)), np.exp(b))
         rows.append({"task": task, "ratio": c.ratio, "low": c.low, "high": c.high,
                      "units": c.units, "excluded": len(a.index.union(b.index)) - len(both),
-                     "verdict": c.verdict})
+                     "verdict": c.verdict, "first_ratio": float(np.exp(b.mean())),
+                     "second_ratio": float(np.exp(a.mean())), "first_verdict": ahead.verdict})
     return pd.DataFrame(rows)
 
 
@@ -281,26 +308,38 @@ def claims(layers: pd.DataFrame, paths: pd.DataFrame, titles: dict[str, str],
     full = layers[layers["variant"] == "full model"]
     path_full = paths[paths["setting"].str.endswith(", full model")]
 
-    def by_task(table: pd.DataFrame, more: str, less: str) -> str:
+    def decided(table: pd.DataFrame) -> list[str]:
+        """'more' only where the advantage is larger there *and* there is an advantage."""
+        return [v if v != "more" or ahead == "more" else "parity"
+                for v, ahead in zip(table["verdict"], table["first_verdict"])]
+
+    def by_task(table: pd.DataFrame, more: str, less: str, where: str, other: str) -> str:
         words = {"more": more, "less": less, "parity": "no difference (parity)",
                  "inconclusive": "inconclusive"}
-        return " ".join(f"{titles[r.task]}: {words[r.verdict]} (ratio of ratios {r.ratio:.3g}, "
-                        f"interval {r.low:.3g}–{r.high:.3g}, {r.units} inputs)."
-                        for r in table.itertuples())
+        lines = []
+        for r in table.itertuples():
+            no_lead = " but Sinkhorn is not ahead there, so no advantage is more visible" \
+                if r.verdict == "more" and r.first_verdict != "more" else ""
+            lines.append(f"{titles[r.task]}: {words[r.verdict]}{no_lead} (Sinkhorn / softmax "
+                         f"{r.first_ratio:.3g} {where}, {r.second_ratio:.3g} {other}; ratio of "
+                         f"ratios {r.ratio:.3g}, interval {r.low:.3g}–{r.high:.3g}, "
+                         f"{r.units} inputs).")
+        return " ".join(lines)
 
     contrasts = []
     if early is not None:
         contrasts.append(Claim(
             "C4b", "the advantage is most visible in early layers",
-            claim_verdict("more", early["verdict"].tolist()),
+            claim_verdict("more", decided(early)),
             "Complete models, first half of the layers against the second: "
-            + by_task(early, "larger early", "larger late")))
+            + by_task(early, "larger early", "larger late", "early", "late")))
     if skips is not None:
         contrasts.append(Claim(
             "C4c", "the advantage is most visible with skip connections",
-            claim_verdict("more", skips["verdict"].tolist()),
+            claim_verdict("more", decided(skips)),
             "Variants with skip connections against those without, all layers: "
-            + by_task(skips, "larger with skips", "larger without skips")))
+            + by_task(skips, "larger with skips", "larger without skips", "with skips",
+                      "without")))
     return [
         Claim("C4a", "trained models: the hidden-state residual stays higher under Sinkhorn",
               claim_verdict("more", full["verdict"].tolist()),
