@@ -46,6 +46,7 @@ import pandas as pd
 import torch
 
 from rankcollapse import plots
+from rankcollapse.data import record
 from rankcollapse.experiments import trained_models as tm
 from rankcollapse.experiments.rank_collapse import log_summary
 from rankcollapse.measures import rounding_floor
@@ -64,7 +65,8 @@ ROLES = {"text": "text classification", "mnist": "MNIST digits", "cats_dogs": "C
 
 # %%
 data = {role: tm.load_task(task) for role, task in tasks.items()}
-TITLES = {role: f"{ROLES[role]} ({data[role][0].name})" for role in tasks}
+TITLES = {role: ROLES[role] + (f" (stand-in: {data[role][0].name})" if record(
+    data[role][0].name).stands_in_for else "") for role in tasks}
 pd.DataFrame([{"task": ROLES[role], "dataset": train.source, "train / test":
                f"{len(train):,} / {len(test):,}", "classes": len(train.classes),
                "model": f"{t.depth} layers, width {t.d_model}, {t.n_heads} heads, "
