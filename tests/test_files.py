@@ -25,6 +25,9 @@ def test_atomic_write_replaces_whole_files_and_leaves_nothing_on_failure(tmp_pat
     with pytest.raises(RuntimeError):
         atomic_write(target, fails)
     assert target.read_text() == "two" and os.listdir(target.parent) == ["out.txt"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask  # not mkstemp's 0600
 
 
 def test_concurrent_writers_get_distinct_temporary_names(tmp_path):
@@ -56,7 +59,8 @@ def test_module_sources_follow_imports_transitively(tmp_path):
             """,
         "models": "from .engine import run\n",
         "engine": "import math\n",
-        "helpers": "x = 1\n",
+        "helpers": "from typing import TYPE_CHECKING\nif not TYPE_CHECKING:\n    from .runtime import r\n",
+        "runtime": "r = 1\n",
         "data": "from .unrelated import y\n",
         "unrelated": "y = 1\n",
         "sub/__init__": "",
@@ -64,7 +68,8 @@ def test_module_sources_follow_imports_transitively(tmp_path):
     })
     (package / "sub" / "__init__.py").write_text("")
     found = {p.relative_to(package).as_posix() for p in module_sources("pkg.train", package)}
-    assert found == {"train.py", "models.py", "engine.py", "helpers.py", "sub/deep.py"}
+    assert found == {"train.py", "models.py", "engine.py", "helpers.py", "runtime.py",
+                     "sub/deep.py"}  # `if not TYPE_CHECKING:` does run
 
 
 def test_the_training_key_covers_what_training_imports_and_nothing_else():

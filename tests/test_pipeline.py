@@ -52,6 +52,8 @@ def test_cache_hit_then_miss_after_editing_the_chapter(tmp_path):
         source.write("\n# %%\nprint('edited')\n")
     assert run(project, ["01_pass"], PARAMETERS)[0].status == "ok"
     assert "edited" in outputs_text(project.output("01_pass"))
+    project.record("01_pass").write_text('{"key": "trunc')  # a record cut short by a crash
+    assert run(project, ["01_pass"], PARAMETERS)[0].status == "ok"  # runs again, no crash
 
 
 def test_failing_chapter_names_file_and_cell_and_stops(tmp_path, capsys):

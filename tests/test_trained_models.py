@@ -40,7 +40,7 @@ def test_switched_restores_the_switches():
 
 def test_record_keeps_the_mask_and_layer_zero():
     data = text_data()
-    out, mask = record(tiny_models(data)["sinkhorn"], data, 8, Switches(), "cpu", batch_size=3)
+    out, mask = record(tiny_models(data)["sinkhorn"], data, 8, Switches(), batch_size=3)
     assert out.hidden.shape == (4, 8, 8, 16) and out.attention.shape == (3, 8, 2, 8, 8)
     assert torch.equal(mask, data.mask[:8])
     assert (out.attention[:, 1, :, 3:, :] == 0).all()  # "a b" + <cls>: 3 real tokens

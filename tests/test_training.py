@@ -261,3 +261,26 @@ def test_many_writers_end_with_one_correct_model(tmp_path):
     run = cache / config().key(toy(96, 0))
     names = sorted(p.name for p in run.iterdir())
     assert names == ["lock", "model.pt", "model.pt.sha256", "result.json", "result.json.sha256"]
+
+
+def test_a_checkpoint_that_fails_halfway_through_loading_leaves_no_trace(tmp_path):
+    """Valid model weights with a broken optimizer state: set aside, and training starts
+    from the seed's initialisation, not from the weights it had loaded."""
+    data, test = toy(96, 0), toy(32, 1)
+    run = tmp_path / config().key(data)
+    run.mkdir(parents=True)
+    trained = train(config(), data, test, tmp_path / "other", "cpu", quiet=True)
+    forge(run / "checkpoint.pt", obj={"model": trained.model.state_dict(),
+                                      "optimizer": {"state": "broken"},
+                                      "state": {"step": 4, "losses": [], "epoch_loss": 0.0,
+                                                "seconds": 0.0}})
+    result = train(config(), data, test, tmp_path, "cpu", quiet=True)
+    for k, v in weights(trained.model).items():
+        assert torch.equal(v, weights(result.model)[k]), k  # the same as a clean run
+    assert (run / "checkpoint.pt.corrupt").exists()
+
+
+def test_checkpoint_frequency_is_not_part_of_the_key():
+    data = toy(8, 0)
+    assert config(checkpoint_every=4).key(data) == config(checkpoint_every=7).key(data)
+    assert config(epochs=3).key(data) != config(epochs=4).key(data)

@@ -3,9 +3,9 @@
 What it computes is defined by `normalizations.sinkhorn_reference`, the plain log-domain
 loop; the tests hold the two together (forward within 1e-6 in float32, gradients within 1e-4).
 
-Forward. The first row and column half-steps are done in the log domain; afterwards every
-row and every column of `K = exp(logits + f + g)` holds an entry of at least `1/n**2` and no
-entry exceeds 1, so the remaining half-steps run in the scaling domain, `u = 1 / (K v)`,
+Forward. The first row and column half-steps are a softmax over rows and a division by the
+column sums (`_kernel`); afterwards every row and every column of `K` holds an entry of at
+least `1/n**2` and no entry exceeds 1, so the remaining half-steps run in the scaling domain, `u = 1 / (K v)`,
 `v = 1 / (K^T u)`: one batched matrix-vector product per half-step instead of an `exp` over
 the whole matrix. Every few iterations (`CHECK_EVERY`) each matrix's row error is checked; a
 matrix whose error has fallen to the rounding level of its dtype (`tolerance`) is *converged*:
@@ -47,7 +47,8 @@ def _blocks(logits: torch.Tensor, mask: torch.Tensor | None, *others: torch.Tens
     CPU the batch is processed in cache-sized blocks. On CUDA it is one block.
     """
     n = logits.shape[-1]
-    block = logits[..., 0, 0].numel() if logits.is_cuda else max(1, _CPU_BLOCK_BYTES // (n * n * 4))
+    per_matrix = n * n * logits.element_size()
+    block = logits[..., 0, 0].numel() if logits.is_cuda else max(1, _CPU_BLOCK_BYTES // per_matrix)
     flat = [t.reshape(-1, n, n).split(block) for t in (logits, *others)]
     masks = mask.reshape(-1, n).split(block) if mask is not None else [None] * len(flat[0])
     return zip(masks, *flat)
@@ -132,11 +133,12 @@ def _scale(k: torch.Tensor, half_steps: int, tol: float):
             iteration = (step - 3) // 2  # full iterations done in the scaling domain
             if iteration <= EARLY or (iteration - EARLY) % CHECK_EVERY == 0:
                 done = (ua * a - 1).abs().amax(-1) <= tol
-                converged[active[done]] = True
-                if bool(done.all()):
+                converged[active] |= done
+                finished = int(done.sum())  # the one host sync of a check
+                if finished == len(done):
                     u[active], v[active] = ua, va
                     return u, v, converged
-                if 2 * int(done.sum()) >= len(done):  # worth a copy: go on with the others
+                if 2 * finished >= len(done):  # worth a copy: go on with the others
                     u[active[done]], v[active[done]] = ua[done], va[done]
                     keep = ~done
                     active, ka, kta = active[keep], ka[keep], kta[keep]
@@ -304,7 +306,8 @@ def unrolled_backward(logits: torch.Tensor, grad_p: torch.Tensor, half_steps: in
             x = x.detach().requires_grad_(True)
             k = _kernel(_with_padding_identity(x, m), half_steps)
             if half_steps <= 2 or _underflows(k.detach(), m):  # autograd of the steps
-                p = _block_forward(x, half_steps, m)[0]
+                p = (_without_padding(k, m) if half_steps <= 2 else
+                     _log_iterations(_first_steps(x, half_steps, m), half_steps, m))
                 grads.append(torch.autograd.grad(p, x, g)[0])
                 continue
         g = g if m is None else g * pair_mask(m)  # the padded block is constant

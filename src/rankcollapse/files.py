@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Callable
 
 PACKAGE_ROOT = Path(__file__).resolve().parent  # src/rankcollapse
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)  # read the process's umask without changing it
 
 
 def atomic_write(path: str | Path, write: Callable[[Path], object]) -> Path:
@@ -30,6 +32,7 @@ def atomic_write(path: str | Path, write: Callable[[Path], object]) -> Path:
     tmp = Path(name)
     try:
         write(tmp)
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; a cached file is like any other
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
@@ -61,6 +64,12 @@ def module_path(module: str, root: Path = PACKAGE_ROOT) -> Path:
     return package if package.is_file() else base.with_suffix(".py")
 
 
+def _is_type_checking(test: ast.expr) -> bool:
+    """`if TYPE_CHECKING:` or `if typing.TYPE_CHECKING:`, exactly (not `if not ...`)."""
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
 def _imports(path: Path, module: str, package: str, root: Path) -> set[str]:
     """Modules of `package` imported by the source at `path` (module name `module`), at run
     time: imports under `if TYPE_CHECKING:` do not execute and do not count. In
@@ -71,7 +80,7 @@ def _imports(path: Path, module: str, package: str, root: Path) -> set[str]:
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
             for child in node.orelse:
                 visit(child)
             return

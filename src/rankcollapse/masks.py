@@ -1,7 +1,8 @@
 """Key-padding masks: `(..., n)` bool, True on real tokens.
 
 Both normalizations, their fast engine and the measures use these, so that a padded token
-means the same thing everywhere: no attention to it, none from it, no part in a residual.
+means the same thing everywhere: no attention goes to it, and it takes no part in a residual
+(what a padded query's own row holds differs: zero under Sinkhorn, uniform under softmax).
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ def log_normalize(x: torch.Tensor, dim: int, mask: torch.Tensor | None = None) -
     return x - torch.logsumexp(x.masked_fill(padded, 0.0), dim=dim, keepdim=True)
 
 
-def check_mask(mask: torch.Tensor, batch_shape: torch.Size, n: int) -> None:
+def check_mask(mask: torch.Tensor, batch_shape: torch.Size, n: int,
+               check_values: bool = True) -> None:
     """Raise naming the problem unless `mask` is a bool `(..., n)` tensor broadcastable to
-    `batch_shape + (n,)` with at least one real token per sample."""
+    `batch_shape + (n,)` with (when `check_values`: one host sync) at least one real token
+    per sample."""
     if not isinstance(mask, torch.Tensor):
         raise TypeError(f"mask must be a bool torch.Tensor of shape (..., {n}); "
                         f"got {type(mask).__name__}")
@@ -42,6 +45,6 @@ def check_mask(mask: torch.Tensor, batch_shape: torch.Size, n: int) -> None:
         broadcast = None
     if broadcast != batch_shape:
         raise ValueError(f"mask shape {tuple(mask.shape)} does not match: expected {expected}")
-    if not bool(mask.any(-1).all()):
+    if check_values and not bool(mask.any(-1).all()):
         raise ValueError("mask has a sample with no real token (an all-False row); "
                          "attention over zero tokens is undefined")

@@ -71,7 +71,8 @@ def sinkhorn(logits: torch.Tensor, n_iter: int = 50, mask: torch.Tensor | None =
     at most `MAX_HALF_STEPS`.
     mask `(..., n)`, True = real token: only the real sub-block is balanced; padded rows and
     columns of the output are zero.
-    check_finite: raise ValueError on NaN/inf logits (costs one host sync; turn off in hot loops).
+    check_finite: raise ValueError on NaN/inf logits and on a mask without any real token in a
+    sample (each costs a host sync; turn off in hot loops).
     early_stop: a matrix whose marginal error has reached its dtype's rounding level stops
     iterating (its result then differs from running every iteration by rounding noise; the
     benchmark reports the largest difference) and gets the implicit gradient of the fixed
@@ -146,7 +147,7 @@ def _check_logits(logits: torch.Tensor, mask: torch.Tensor | None, check_finite:
     if not logits.is_floating_point():
         raise TypeError(f"logits must be floating point, got {logits.dtype}")
     if mask is not None:
-        check_mask(mask, logits.shape[:-2], n)
+        check_mask(mask, logits.shape[:-2], n, check_values=check_finite)
     if check_finite:
         real = logits if mask is None else logits.masked_fill(~pair_mask(mask), 0.0)
         if bool(torch.isfinite(real.sum())):  # one cheap reduction; NaN and inf propagate

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -46,9 +46,6 @@ class Profile:
     tasks: dict[str, Task] = field(default_factory=dict)  # chapter 5: role -> task
     train_seeds: tuple[int, ...] = (0,)  # one model per seed and normalization
     n_eval: int = 256  # test inputs analysed per model in chapter 5
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 _CI_TASKS = {  # sized so that the six ci models train in about 5 minutes on 2 CPU cores

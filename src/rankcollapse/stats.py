@@ -137,12 +137,6 @@ def compare_table(table: pd.DataFrame, unit: str | list[str], by: list[str] | No
     return table[by].drop_duplicates().merge(result, on=by) if by else result
 
 
-def comparison(row) -> Comparison:
-    """The `Comparison` of one row of a `compare_table` result."""
-    return Comparison(row["ratio"], row["low"], row["high"], int(row["units"]),
-                      int(row["excluded"]), MARGIN, row["verdict"])
-
-
 def loglog_slope(x, y) -> float:
     """Least-squares slope of log y against log x."""
     return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(y, float)), 1)[0])

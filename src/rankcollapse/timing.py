@@ -34,11 +34,7 @@ def interleaved_times(fns: dict[str, Callable[[], object]], repeats: int,
     times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
-            _sync(device)
-            start = time.perf_counter()
-            fn()
-            _sync(device)
-            times[name].append(time.perf_counter() - start)
+            times[name].append(_timed(device, fn))
     return times
 
 
@@ -104,11 +100,11 @@ def sinkhorn_table(device: torch.device, shape: tuple[int, ...], repeats: int,
 
 
 EXACTNESS_HEADERS = {
-    "forward_max_abs_diff_to_exact": "largest difference to all 50 iterations",
+    "forward_max_abs_diff_to_exact": "largest difference to running every iteration",
     "stopped_early_share": "share stopped early (all matrices)",
     "grad_rel_diff_converged": "gradient difference, converged",
     "grad_rel_diff_unconverged": "gradient difference, not converged",
-    "converged_share": "share converged (the 16 checked)"}
+    "converged_share": "share converged (of those checked)"}
 
 
 def exactness(device: torch.device, shape: tuple[int, ...], n_iter: int = 50,

@@ -42,7 +42,7 @@ class TrainConfig:
     weight_decay: float = 0.01
     warmup_steps: int = 100
     seed: int = 0
-    checkpoint_every: int = 200  # steps
+    checkpoint_every: int = 200  # steps (not part of the key: it does not change the weights)
     bf16: bool = False  # autocast on CUDA; Sinkhorn itself always runs in float32
     extra: dict = field(default_factory=dict)  # data options that change the run (max_len...)
 
@@ -51,7 +51,8 @@ class TrainConfig:
         training tensors, and the source of every module this one imports (found from the
         import statements, see `files.module_sources`). The device and the torch version are
         not part of it: weights trained on a GPU are reused on a CPU."""
-        digest = hashlib.sha256(json.dumps(asdict(self), sort_keys=True, default=str).encode())
+        fields = {k: v for k, v in asdict(self).items() if k != "checkpoint_every"}
+        digest = hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode())
         digest.update(data_digest(train_data).encode())
         digest.update(digest_files(module_sources(__name__), PACKAGE_ROOT).encode())
         return digest.hexdigest()[:16]
@@ -160,18 +161,30 @@ def _check_trainable(cfg: TrainConfig, data: Dataset) -> None:
                             f"must be at least 1, or training makes no step")
 
 
-def _train(run: Path, cfg: TrainConfig, train_data: Dataset, test_data: Dataset,
-           dev: torch.device, quiet: bool, stop_after: int | None) -> TrainResult:
+def _fresh(cfg: TrainConfig, dev: torch.device):
+    """The model initialised from the seed, and its optimizer."""
     torch.manual_seed(cfg.seed)
     model = build_model(cfg.model).to(dev)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr,
-                                  weight_decay=cfg.weight_decay)
+    return model, torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+
+
+def _drop_checkpoint(run: Path) -> None:
+    for name in ("checkpoint.pt", "checkpoint.pt.sha256"):
+        (run / name).unlink(missing_ok=True)
+
+
+def _train(run: Path, cfg: TrainConfig, train_data: Dataset, test_data: Dataset,
+           dev: torch.device, quiet: bool, stop_after: int | None) -> TrainResult:
+    model, optimizer = _fresh(cfg, dev)
     per_epoch = math.ceil(len(train_data) / cfg.batch_size)
     total = per_epoch * cfg.epochs
     state = {"step": 0, "losses": [], "epoch_loss": 0.0, "seconds": 0.0}
-    saved = _load_checkpoint(run / "checkpoint.pt", model, optimizer, dev)
-    if saved is not None:
-        state = saved
+    if (run / "checkpoint.pt").exists():
+        saved = _load_checkpoint(run / "checkpoint.pt", model, optimizer, dev)
+        if saved is None:  # set aside, perhaps after loading part of it: start from the seed
+            model, optimizer = _fresh(cfg, dev)
+        else:
+            state = saved
     started = time.perf_counter() - state["seconds"]
     bar = tqdm(total=total, initial=state["step"], disable=quiet, desc=f"train {cfg.dataset}")
     model.train()
@@ -186,8 +199,7 @@ def _train(run: Path, cfg: TrainConfig, train_data: Dataset, test_data: Dataset,
                               cfg.bf16 and dev.type == "cuda")
         if not math.isfinite(loss):
             bar.close()
-            for name in ("checkpoint.pt", "checkpoint.pt.sha256"):
-                (run / name).unlink(missing_ok=True)  # nothing of a diverged run is kept
+            _drop_checkpoint(run)  # nothing of a diverged run is kept
             raise TrainingError(f"the training loss of dataset {cfg.dataset!r} "
                                 f"({cfg.model.encoder.normalization}, seed {cfg.seed}, lr "
                                 f"{cfg.lr:g}) is {loss} at step {state['step'] + 1}: the "
@@ -282,8 +294,7 @@ def _finish(run: Path, cfg: TrainConfig, model: Classifier, state: dict, test_da
               **_test_identity(test_data)}
     write_verified(run / "result.json",
                    lambda tmp: tmp.write_text(json.dumps(result, indent=1, default=str)))
-    for name in ("checkpoint.pt", "checkpoint.pt.sha256"):
-        (run / name).unlink(missing_ok=True)
+    _drop_checkpoint(run)
     return TrainResult(model.eval(), cfg, accuracy, state["seconds"], state["step"],
                        state["losses"], False)
 

@@ -38,7 +38,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from traitlets.config import Config
 
 from rankcollapse.devices import DEVICES, resolve_device
-from rankcollapse.files import digest_files, module_sources
+from rankcollapse.files import atomic_write_text, digest_files, module_sources
 from rankcollapse.profiles import get_profile
 from rankcollapse.trainings import seed_argument
 from rankcollapse_book.chapter import FIGURE_DIR, caption_note, fill_execution_time, find_root
@@ -113,9 +113,14 @@ def cache_key(project: Project, name: str, parameters: dict) -> str:
 
 
 def read_record(project: Project, name: str) -> dict | None:
-    """The cache record of the last successful execution of `name`, if any."""
+    """The cache record of the last successful execution of `name`, if any; a record that
+    is unreadable or lacks its fields counts as none (the chapter runs again)."""
     path = project.record(name)
-    return json.loads(path.read_text()) if path.is_file() else None
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and {"key", "seconds"} <= set(record) else None
 
 
 def check_kernel() -> None:
@@ -144,6 +149,9 @@ def execute(project: Project, name: str, parameters: dict) -> float:
                                    progress_bar=False, config=KERNEL_CONFIG)
     except papermill.PapermillExecutionError as error:
         raise ChapterFailed(describe_failure(project, name, error)) from None
+    except Exception as error:  # the kernel died, timed out or could not start
+        raise ChapterFailed(f"chapter {name} ({project.source(name).relative_to(project.root)}) "
+                            f"did not run to its end: {type(error).__name__}: {error}") from None
     seconds = time.perf_counter() - start
     finalize(project.output(name), seconds, parameters)
     return seconds
@@ -193,8 +201,7 @@ def run_chapter(project: Project, name: str, parameters: dict) -> Outcome:
                        f"cached (executed in {record['seconds']:.1f} s earlier)")
     project.record(name).unlink(missing_ok=True)  # a failure below must not leave a stale hit
     seconds = execute(project, name, parameters)
-    project.cache.mkdir(parents=True, exist_ok=True)
-    project.record(name).write_text(json.dumps(
+    atomic_write_text(project.record(name), json.dumps(
         {"key": key, "seconds": seconds, "parameters": parameters}, indent=1))
     return Outcome(name, "ok", seconds, f"executed in {seconds:.1f} s")
 

@@ -12,11 +12,15 @@ import math
 import pandas as pd
 import torch
 
-from ..measures import residual
+from ..measures import matrix_norm, residual
 from ..normalizations import NORMALIZATIONS, normalize
 from ..stats import Claim, check_verdict, loglog_slope
 from ..theory import (HeadWeights, attention_layer, depth_bound_log, head_logits,
                       linearized_sinkhorn, linearized_softmax, one_layer_residual, random_head)
+
+
+def _spectral(m: torch.Tensor) -> float:
+    return float(matrix_norm(m, "spectral"))
 
 
 def one_layer_table(x0: torch.Tensor, direction: torch.Tensor, scales, head: HeadWeights,
@@ -25,7 +29,7 @@ def one_layer_table(x0: torch.Tensor, direction: torch.Tensor, scales, head: Hea
     of the input residual, the true output residual, the first-order prediction and the
     bound c ||res(X)||^3, and the spectral norm of the centred logits C A C (the part of the
     logits that no constant added to a row or a column can remove)."""
-    spec = lambda m: float(torch.linalg.matrix_norm(m, ord=2))  # noqa: E731
+    spec = _spectral
     n = x0.shape[-2]
     rows = []
     for s in scales:
@@ -44,7 +48,7 @@ def depth_table(x: torch.Tensor, heads: list[HeadWeights],
                 normalizations=NORMALIZATIONS, n_iter: int = 50) -> pd.DataFrame:
     """Pure attention stack, one head per layer: measured log10 ||res(X_l)||_2 per layer and
     the first-order L-layer bound log10 of prod c_l^(3^(L-l)) ||res(X_0)||^(3^L)."""
-    spec = lambda m: float(torch.linalg.matrix_norm(m, ord=2))  # noqa: E731
+    spec = _spectral
     n = x.shape[-2]
     r0 = spec(residual(x))
     bound = depth_bound_log(math.log(r0), [h.constant(n) for h in heads]) / math.log(10)

@@ -58,7 +58,7 @@ def synthetic_data(task: Task, n: int, seed: int = 0) -> Dataset:
         ids[:, 0] = Tokenizer.CLS
         return Dataset(rec.name, "train", ids, y, mask, list(rec.classes), "text",
                        "synthetic (random token ids)", vocab)
-    side = task.image_size or 28
+    side = task.image_size or rec.side
     x = torch.rand(n, rec.channels, side, side, generator=g)
     return Dataset(rec.name, "train", x, y, None, list(rec.classes), "image",
                    "synthetic (random pixels)")
@@ -104,7 +104,7 @@ def switched(model: Classifier, switches: Switches):
 
 
 @torch.no_grad()
-def record(model: Classifier, data: Dataset, n: int, switches: Switches, device,
+def record(model: Classifier, data: Dataset, n: int, switches: Switches,
            batch_size: int = 64) -> tuple[EncoderOutput, torch.Tensor | None]:
     """Hidden states and attention of the first `n` test inputs under `switches`, on CPU."""
     parts, dev = [], next(model.parameters()).device
@@ -129,7 +129,7 @@ def layer_residuals(out: EncoderOutput, mask: torch.Tensor | None) -> pd.DataFra
 
 def attention_paths(out: EncoderOutput, mask: torch.Tensor | None, n_paths: int,
                     seed: int, depths=None) -> pd.DataFrame:
-    """Rank-1 residual of attention products along random paths (see `randmat`); padded
+    """Rank-1 residual of attention products along random paths (see `random_matrix_control.path_residuals`); padded
     tokens' rows and columns are zeroed for both normalizations so they compare alike."""
     attn = out.attention.double()
     if mask is not None:
@@ -363,7 +363,7 @@ def analyse(models: dict[str, dict[str, Classifier]], tests: dict[str, Dataset],
     for task, by_name in models.items():
         for name, model in by_name.items():
             for variant, switches in VARIANTS.items():
-                out, mask = record(model, tests[task], n_eval, switches, device)
+                out, mask = record(model, tests[task], n_eval, switches)
                 labels = dict(task=task, normalization=name, variant=variant)
                 residuals.append(layer_residuals(out, mask).assign(**labels))
                 if variant in path_variants:
