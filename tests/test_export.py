@@ -65,3 +65,9 @@ def test_figures_page_lists_figures_with_downloads_and_citations(tmp_path):
         assert f'href="../figures/fig-a.{fmt}"' in text
     assert "https://example.org/book/book/chapters/01_a.html#fig-a" in text
     assert "@misc{rankcollapse-fig-a" in text and "title        = {Residual r against depth}" in text
+    # without a public address: the path in the book and the commit from the caption
+    (tmp_path / "_config.yml").write_text("html:\n  baseurl: ''\n")
+    nb.cells[1].metadata["mystnb"]["figure"]["caption"] += " (Computed at commit abc1234, profile ci.)"
+    nbformat.write(nb, chapters / "01_a.ipynb")
+    local = write_figures_page(tmp_path, chapters, ["book/chapters/01_a"]).read_text()
+    assert "book/chapters/01_a.html#fig-a (commit abc1234)" in local and "https://" not in local

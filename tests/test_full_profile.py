@@ -24,12 +24,15 @@ def test_full_profile_model_trains_and_is_analysed(role, tmp_path):
         result = train(tm.train_config(task, data, name, seed=0), data, test, tmp_path, "cpu",
                        quiet=True)
         assert result.steps == 2 and all(torch.isfinite(torch.tensor(result.losses)))
-        models[name] = result.model
-    residuals, paths = tm.analyse({role: models}, {role: test}, n_eval=4, n_paths=3, seed=0,
-                                  device="cpu", path_variants=("full model",))
-    assert residuals.layer.max() == 24 and residuals.residual.notna().all()
+        models[(name, 0)] = result.model
+    analysis = tm.analyse({role: models}, {role: test}, n_eval=4, n_paths=3, seed=0,
+                          path_variants=("full model",))
+    hidden, paths = analysis.hidden, analysis.paths
+    assert hidden.layer.max() == 24 and hidden.residual.notna().all()
     assert set(paths.depth) == set(range(1, 25))
     tokens = {"text": 128, "mnist": 1 + 7 * 7, "cats_dogs": 1 + 8 * 8}[role]
+    assert analysis.shapes[role] == (24, 4, tokens)
+    models = {name: model for (name, _), model in models.items()}
     assert models["sinkhorn"].encoder(models["sinkhorn"].embed(test.x[:1]),
                                       None if test.mask is None else test.mask[:1],
                                       record=True).attention.shape[-1] == tokens

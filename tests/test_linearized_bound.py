@@ -8,10 +8,11 @@ import pytest
 import torch
 
 from rankcollapse.experiments.linearized_bound import (bound_check, claims, depth_table,
-                                                       first_order_gap, gap_slope,
-                                                       linearization_errors,
+                                                       first_order_gap,
+                                                       gap_slope, linearization_errors,
                                                        measured_constants, one_layer_table,
-                                                       regime_edge, regime_sweep, slopes)
+                                                       regime_edge,
+                                                       regime_sweep, slopes)
 from rankcollapse.stats import loglog_slope
 from rankcollapse.theory import random_head
 
@@ -75,6 +76,10 @@ def test_bound_check_and_claims_follow_the_numbers():
     good = claims({"softmax": 3.01, "sinkhorn": 2.98}, (True, 8, 4), sweep)
     assert [c.verdict for c in good] == ["reproduced"] * 3
     shallow = claims({"softmax": 3.01, "sinkhorn": 2.98}, (True, 4, 2), sweep)
-    assert shallow[1].verdict == "not testable here" and "layers 1–2 only" in shallow[1].finding
+    assert shallow[1].verdict == "not testable here" and "layers 1–2)" in shallow[1].finding
+    deep = claims({"softmax": 3.0, "sinkhorn": 3.0}, (True, 10, 5), sweep, growth=3.02,
+                  digits=400)
+    assert deep[1].verdict == "reproduced" and "400 significant digits" in deep[1].finding
+    assert "multiplies the digits lost by 3.02" in deep[1].finding and deep[1].number == 3.02
     bad = claims({"softmax": 2.5, "sinkhorn": 3.0}, (False, 8, 5), sweep.assign(looseness=0.5))
     assert [c.verdict for c in bad] == ["not reproduced"] * 3

@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 import torch
 
-from rankcollapse.experiments.random_matrix_control import (advantage, claims, network_pool,
+from rankcollapse.experiments.random_matrix_control import (advantage, claims, control_sweep,
+                                                            hidden_state_test, network_pool,
                                                             paired_paths, pooled_paths,
                                                             random_logits, random_pool,
                                                             verdicts, with_identity_layers)
@@ -75,13 +76,48 @@ def test_claims_follow_the_verdicts():
         return pd.DataFrame({"setting": setting, "depth": range(1, len(verdicts_) + 1),
                              "ratio": 1.0, "low": 0.9, "high": 1.1, "units": 8,
                              "excluded": 0, "verdict": verdicts_})
-    table = pd.concat([adv("ind", ["parity"] * 3), adv("idt", ["parity", "less", "less"]),
+    table = pd.concat([adv("ind", ["parity"] * 3), adv("idt", ["parity", "more", "more"]),
                        adv("net", ["more", "more", "inconclusive"]),
                        adv("one", ["more", "parity", "parity"])])
-    c6a, c6b, c6d = claims(table, "ind", "idt", ["net"])
+    sweep = adv("x", ["parity", "parity"]).drop(columns="setting").assign(n=[8, 16],
+                                                                          logit_std=1.0)
+    hidden = adv("h", ["more", "more"]).drop(columns="setting").rename(
+        columns={"depth": "layer"}).assign(logit_std=1.0)
+    c6a, c6b, c6d = claims(table, "ind", "idt", ["net"], sweep, hidden)
     assert (c6a.verdict, c6b.verdict, c6d.verdict) == ("reproduced", "contradicted",
                                                         "partly reproduced")
-    assert "No depth shows Sinkhorn ahead" in c6b.finding  # the claim's own wording holds
+    assert "parity in 2 of 2 cells" in c6a.finding
+    assert "No depth shows Sinkhorn ahead" in c6a.finding  # the claim's own wording holds
+    # "no advantage": Sinkhorn keeping less agrees with it; keeping more is the opposite
+    table_less = pd.concat([table[table.setting != "idt"], adv("idt", ["parity", "less", "less"])])
+    assert claims(table_less, "ind", "idt", ["net"], sweep, hidden)[1].verdict == "reproduced"
     # depth 1 is one matrix, not a chain: it does not count for the hypothesis
-    assert claims(table, "ind", "idt", ["one"])[2].verdict == "not reproduced"
-    assert verdicts(table)["idt"] == "Sinkhorn keeps less at depths 2–3; parity at depth 1."
+    chains_only = claims(table, "ind", "idt", ["one"], sweep, hidden.assign(verdict="parity"))
+    assert chains_only[2].verdict == "not reproduced"
+    # the sweep decides C6a too: an advantage anywhere in it counts against the claim
+    sweep_more = claims(table, "ind", "idt", ["net"], sweep.assign(verdict="more"), hidden)
+    assert sweep_more[0].verdict == "partly reproduced"
+    # both parts of the hypothesis agree: reproduced
+    assert claims(table, "ind", "idt", ["net"], sweep, hidden)[2].verdict == "partly reproduced"
+    table_more = pd.concat([table[table.setting != "net"], adv("net", ["more"] * 3)])
+    assert claims(table_more, "ind", "idt", ["net"], sweep, hidden)[2].verdict == "reproduced"
+    assert verdicts(table_less)["idt"] == "Sinkhorn keeps less at depths 2–3; parity at depth 1."
+
+
+def test_control_sweep_is_the_control_at_every_size_and_scale():
+    sweep = control_sweep(3, 2, 1, [4, 6], [0.5, 2.0], [2, 3], n_pools=3, n_paths=4, seed=1,
+                          n_iter=20)
+    assert len(sweep) == 2 * 2 * 2 and set(sweep.n) == {4, 6}
+    assert set(sweep.logit_std) == {0.5, 2.0} and "setting" not in sweep
+    direct = advantage(pooled_paths({"x": random_pool(3, 2, 1, 6, 2.0, n_iter=20)}, 3, [2, 3],
+                                    4, seed=1))
+    cell = sweep.query("n == 6 and logit_std == 2.0").set_index("depth")["ratio"]
+    np.testing.assert_allclose(cell.to_numpy(), direct.set_index("depth")["ratio"].to_numpy())
+
+
+def test_hidden_state_test_finds_parity_when_both_attentions_are_uniform():
+    # vanishing logits: softmax and Sinkhorn are both uniform, the networks are the same
+    hidden = hidden_state_test(8, 2, 3, 4, 5, [1e-8], networks=4, seed=0, n_iter=20)
+    assert list(hidden.layer) == [1, 2, 3] and (hidden.units == 4).all()
+    np.testing.assert_allclose(hidden.ratio, 1.0, atol=1e-6)
+    assert (hidden.verdict == "parity").all()

@@ -21,10 +21,13 @@ def test_convergence_alternates_which_marginal_is_exact():
     assert set(curves.scale) == {0.5, 2.0} and len(curves) == 8
 
 
-def test_error_after_grows_with_the_logit_scale():
-    after = error_after(50, [8], [0.5, 5.0], 4, torch.Generator().manual_seed(0))
-    assert list(after.columns) == ["n = 8"] and list(after.index) == [0.5, 5.0]
-    assert after.loc[0.5, "n = 8"] < 1e-12 < after.loc[5.0, "n = 8"]
+def test_error_after_gives_quantiles_that_grow_with_the_logit_scale():
+    after = error_after(50, [8], [0.5, 5.0], 64, torch.Generator().manual_seed(0))
+    assert list(after.columns) == [("n = 8", q) for q in ("median", "90%", "largest")]
+    assert list(after.index) == [0.5, 5.0]
+    assert after.loc[0.5, ("n = 8", "largest")] < 1e-12 < after.loc[5.0, ("n = 8", "largest")]
+    row = after.loc[5.0, "n = 8"]
+    assert row["median"] <= row["90%"] <= row["largest"]
 
 
 def test_entropy_table_pairs_both_normalizations_on_the_same_draws():
@@ -54,7 +57,9 @@ def test_layers_to_and_reach_gaps():
 
 
 def test_claims_c2a_and_c9_follow_the_numbers():
-    after = pd.DataFrame({"n = 128": [1e-12, 1e-9, 1e-3]}, index=pd.Index([1.0, 2.0, 5.0]))
+    after = pd.DataFrame({("n = 128", "median"): [1e-13, 1e-10, 1e-5],
+                          ("n = 128", "largest"): [1e-12, 1e-9, 1e-3]},
+                         index=pd.Index([1.0, 2.0, 5.0]))
     entropies = pd.concat([pd.DataFrame({"scale": s, "normalization": name, "draw": range(5),
                                          "entropy": base * (gain if name == "sinkhorn" else 1)})
                            for s, gain in [(1.0, 1.0), (4.0, 1.5)]

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rankcollapse.stats import (MARGIN, Claim, check_verdict, claim_verdict, compare,
-                                compare_table, describe, loglog_slope, ranges, unit_values,
+                                compare_groups, compare_table, describe, loglog_slope, ranges, unit_values,
                                 verdict_of)
 
 rng = np.random.default_rng(0)
@@ -63,6 +63,28 @@ def test_floor_and_non_finite_values_are_left_out_and_counted():
     assert floored.excluded == 5 and floored.units == 4 and floored.verdict == "inconclusive"
 
 
+def test_unpaired_groups_are_resampled_each_on_its_own():
+    other = rng.lognormal(size=9) * 3.0  # a different number of units: no pairing possible
+    c = compare_groups(BASE, other)
+    expected = np.exp(np.log(other).mean() - np.log(BASE).mean())
+    assert c.ratio == pytest.approx(expected) and c.units == 9 and c.low < c.ratio < c.high
+    tight = 1 + 0.01 * rng.normal(size=24)
+    assert compare_groups(tight, tight[::-1] * 1.02).verdict == "parity"
+    assert compare_groups(BASE, BASE * 1.02).verdict == "inconclusive"  # unpaired: wide
+    assert compare_groups(BASE, BASE / 10).verdict == "less"
+    # an independent check of the interval's width: the normal approximation of the
+    # difference of two means of logs
+    se = np.sqrt(np.log(BASE).var() / len(BASE) + np.log(other).var() / len(other))
+    width = np.log(c.high) - np.log(c.low)
+    assert width == pytest.approx(2 * 1.96 * se, rel=0.25)
+    few = compare_groups(BASE, [1.0, 2.0])
+    assert few.verdict == "inconclusive" and few.units == 2
+    floored = compare_groups([1.0, 1.0, 1.0, 1e-30], [2.0, 2.0, 2.0], floor=1e-20)
+    assert floored.excluded == 1 and floored.verdict == "more"
+    with pytest.raises(ValueError, match="non-negative"):
+        compare_groups([-1.0, 1.0, 1.0], [1.0, 1.0, 1.0])
+
+
 def test_bad_input_is_refused():
     with pytest.raises(ValueError, match="equal length"):
         compare([1.0, 2.0], [1.0])
@@ -111,6 +133,13 @@ def test_claim_verdicts():
     assert claim_verdict("parity", ["less", "less"]) == "contradicted"
     assert claim_verdict("parity", ["inconclusive"]) == "not reproduced"
     assert claim_verdict("parity", []) == "not testable here"
+    # "no Sinkhorn advantage": keeping less agrees, keeping more is the opposite
+    assert claim_verdict("no more", ["parity", "less"]) == "reproduced"
+    assert claim_verdict("no more", ["more", "more", "parity"]) == "contradicted"
+    assert claim_verdict("no more", ["inconclusive", "less"]) == "partly reproduced"
+    # "matches or improves": the mirror image
+    assert claim_verdict("no less", ["parity", "more"]) == "reproduced"
+    assert claim_verdict("no less", ["less", "less", "more"]) == "contradicted"
     assert check_verdict(True) == "reproduced" and check_verdict(False) == "not reproduced"
     with pytest.raises(ValueError):
         claim_verdict("higher", ["more"])
@@ -124,3 +153,23 @@ def test_small_helpers():
     assert ranges([7, 1, 2, 3]) == "1–3, 7" and ranges([4]) == "4"
     assert ranges([2.0, 0.5, 1.0]) == "0.5, 1, 2"  # only integers form runs
     assert loglog_slope([1, 10, 100], [1, 1000, 1e6]) == pytest.approx(3.0)
+
+
+def test_claim_numbers_records_and_merged_verdicts():
+    from rankcollapse.stats import merge_verdicts, summarise
+
+    table = pd.DataFrame({"ratio": [2.0, 0.5, np.nan], "low": [1.5, 0.4, np.nan],
+                          "high": [2.5, 0.6, np.nan]})
+    assert summarise(table) == (pytest.approx(1.0), (0.4, 2.5))
+    claim = Claim("C4a", "claim", "reproduced", "Found.").with_numbers(table, figure="fig-x")
+    record = claim.record()
+    assert record["number"] == pytest.approx(1.0) and record["interval"] == [0.4, 2.5]
+    assert record["figure"] == "fig-x" and record["id"] == "C4a"
+    assert Claim("C1", "c", "reproduced", "").with_numbers(number=3.0).record()["number"] == 3.0
+    with pytest.raises(ValueError, match="unknown claim id"):
+        Claim("C99", "c", "reproduced", "")
+    assert merge_verdicts(["reproduced", "reproduced"]) == "reproduced"
+    assert merge_verdicts(["reproduced", "not reproduced"]) == "partly reproduced"
+    assert merge_verdicts(["contradicted", "not reproduced"]) == "contradicted"
+    assert merge_verdicts(["not testable here", "reproduced"]) == "reproduced"
+    assert merge_verdicts(["not testable here"]) == "not testable here"

@@ -131,11 +131,16 @@ def affine_rank(x: torch.Tensor, rtol: float = 1e-9) -> torch.Tensor:
     return (s > rtol * scale).sum(-1)
 
 
-def row_entropy(attn: torch.Tensor) -> torch.Tensor:
+def row_entropy(attn: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
     """Mean over rows of -sum_j p_ij log p_ij (nats), per matrix: `(..., n, n)` -> `(...)`.
-    Between 0 (every row one-hot) and log n (uniform rows)."""
+    Between 0 (every row one-hot) and log n (uniform rows). With `mask` `(..., n)`, the mean
+    is over the rows of real tokens only."""
     p = attn.clamp_min(0)
-    return -(p * torch.log(p.clamp_min(1e-30))).sum(-1).mean(-1)
+    rows = -(p * torch.log(p.clamp_min(1e-30))).sum(-1)
+    if mask is None:
+        return rows.mean(-1)
+    real = mask.to(rows.dtype)
+    return (rows * real).sum(-1) / real.sum(-1)
 
 
 def layer_table(values, value: str = "residual") -> pd.DataFrame:

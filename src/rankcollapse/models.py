@@ -89,13 +89,15 @@ class EncoderConfig:
 @dataclass
 class EncoderOutput:
     """x: the last hidden state `(batch, n, d)`. When recorded: `hidden` `(layers + 1, batch,
-    n, d)` with layer 0 = the input (embeddings), `attn_out` the self-attention outputs
-    `(layers, batch, n, d)` and `attention` `(layers, batch, heads, n, n)`."""
+    n, d)` with layer 0 = the input (embeddings), `attn_out` the self-attention sub-layer's
+    outputs `(layers, batch, n, d)`, and `attention` and the `logits` it normalized,
+    `(layers, batch, heads, n, n)`."""
 
     x: torch.Tensor
     hidden: torch.Tensor | None = None
     attn_out: torch.Tensor | None = None
     attention: torch.Tensor | None = None
+    logits: torch.Tensor | None = None
 
 
 class Block(nn.Module):
@@ -131,16 +133,18 @@ class Encoder(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
                 record: bool = False) -> EncoderOutput:
-        hidden, attn_out, attention = [x], [], []
+        hidden, attn_out, attention, logits = [x], [], [], []
         for block in self.blocks:
             x, a, info = block(x, mask, self.switches, record)
             if record:
                 hidden.append(x)
                 attn_out.append(a)
                 attention.append(info.attention)
+                logits.append(info.logits)
         if not record:
             return EncoderOutput(x)
-        return EncoderOutput(x, torch.stack(hidden), torch.stack(attn_out), torch.stack(attention))
+        return EncoderOutput(x, torch.stack(hidden), torch.stack(attn_out), torch.stack(attention),
+                             torch.stack(logits))
 
 
 def init_random_(encoder: Encoder, logit_std: float, generator: torch.Generator) -> Encoder:

@@ -11,7 +11,7 @@ import textwrap
 
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter, NullLocator
 import pandas as pd
 import seaborn as sns
 
@@ -93,19 +93,25 @@ def residual_bands(summary: pd.DataFrame, hue: str, label: str = "{}", style: st
 
 
 def digits_lost_figure(digits: pd.DataFrame, by: str = "logit_std", factor: float = 3.0):
-    """-log10 r against layer on a log axis, one line per group, with guide lines growing by
-    `factor` per layer (the cubic law's rate)."""
+    """-log10 r against layer on a log axis, one line per group (mean; bars from columns
+    `low` to `high` where present), with a guide line growing by `factor` per layer (the cubic
+    law's rate) through the groups' median at the first layer with at least one digit lost."""
     fig, ax = plt.subplots(figsize=(6, 3.8))
     palette = colors(digits[by])
     for key, group in digits.groupby(by):
-        ax.plot(group["layer"], group["lost"], marker="o", color=palette[key],
-                label=f"logit scale {key:g}")
+        bars = None
+        if {"low", "high"} <= set(group):
+            bars = [group["lost"] - group["low"], group["high"] - group["lost"]]
+        ax.errorbar(group["layer"], group["lost"], yerr=bars, marker="o", capsize=2,
+                    color=palette[key], label=f"logit scale {key:g}")
     layers = np.arange(1, int(digits["layer"].max()) + 1)
-    for start in (0.01, 0.1, 1.0):
-        ax.plot(layers, start * factor ** (layers - 1), color="grey", linestyle="--",
-                linewidth=0.8)
+    anchor = digits[digits["lost"] >= 1].groupby("layer")["lost"].median()
+    if len(anchor):
+        ax.plot(layers, anchor.iloc[0] * factor ** (layers - anchor.index[0]), color="grey",
+                linestyle="--", linewidth=0.8, label=f"factor {factor:g} per layer")
     ax.set(yscale="log", xlabel="layer $l$", ylabel="digits lost, $-\\log_{10} r(X_l)$",
-           ylim=(1e-3, 30), xticks=layers, title="Doubly exponential collapse")
+           ylim=(0.5 * digits["lost"].min(), 2 * digits["lost"].max()), xticks=layers,
+           title="Doubly exponential collapse")
     ax.legend()
     return fig
 
@@ -225,8 +231,7 @@ def depth_bound_figure(stacks: pd.DataFrame):
             ax.plot(g["layer"], 10 ** g["log10_bound"], styles[s], color="grey", linewidth=0.8,
                     label=f"bound, s = {s:g}")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set(yscale="log", ylim=(1e-40, 10), xlabel="layer $l$",
-           ylabel="$\\|\\mathrm{res}(X_l)\\|_2$")
+    ax.set(yscale="log", xlabel="layer $l$", ylabel="$\\|\\mathrm{res}(X_l)\\|_2$")
     ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1))
     return fig
 
@@ -263,7 +268,8 @@ def gap_figure(gap: pd.Series):
 
 
 def ratio_plot(ax, adv: pd.DataFrame, order: list[str] | None = None, x: str = "depth",
-               xlabel: str = "path depth $k$") -> None:
+               xlabel: str = "path depth $k$",
+               ylabel: str = "residual ratio, Sinkhorn / softmax") -> None:
     """Ratio Sinkhorn / softmax with its interval band against `x`, one line per setting
     (`adv` as `stats.compare_table` returns); grey band: the parity margin."""
     order = [s for s in (order or dict.fromkeys(adv["setting"]))
@@ -271,18 +277,54 @@ def ratio_plot(ax, adv: pd.DataFrame, order: list[str] | None = None, x: str = "
     palette = colors(order)
     for label in order:
         a = adv[adv["setting"] == label]
-        ax.plot(a[x], a["ratio"], marker="o", markersize=3, label=label, color=palette[label])
+        ax.plot(a[x], a["ratio"], marker="o", markersize=3, label=display(label),
+                color=palette[label])
         ax.fill_between(a[x], a["low"], a["high"], color=palette[label], alpha=0.2)
     ax.axhline(1, color="grey", linewidth=0.8)
     ax.axhspan(1 / (1 + MARGIN), 1 + MARGIN, color="grey", alpha=0.12, linewidth=0)
-    ax.set(yscale="log", xlabel=xlabel, ylabel="residual ratio, Sinkhorn / softmax")
+    ax.set(yscale="log", xlabel=xlabel, ylabel=ylabel)
+    plain = FuncFormatter(lambda v, _: f"{v:g}")  # 0.9, 1, 2 rather than 9 x 10^-1
+    ax.yaxis.set_major_formatter(plain)
+    low, high = ax.get_ylim()
+    ax.yaxis.set_minor_formatter(plain if high / low < 10 else NullFormatter())
     ax.legend(fontsize="small")
 
 
-def ratio_figure(adv: pd.DataFrame, order: list[str] | None = None, figsize=(6, 3.6)):
+def ratio_panels(adv: pd.DataFrame, titles: dict[str, str], panel: str = "task", **options):
+    """`ratio_plot` in one panel per value of `panel` (`titles`: value -> panel title), each
+    on its own y-axis."""
+    fig, axes = plt.subplots(1, len(titles), figsize=(4.4 * len(titles), 3.4), squeeze=False)
+    for ax, (key, title) in zip(axes[0], titles.items()):
+        ratio_plot(ax, adv[adv[panel] == key], **options)
+        ax.set_title(title)
+    return fig
+
+
+def ratio_figure(adv: pd.DataFrame, order: list[str] | None = None, figsize=(6, 3.6),
+                 x: str = "depth", xlabel: str = "path depth $k$"):
     """`ratio_plot` in a figure of its own."""
     fig, ax = plt.subplots(figsize=figsize)
-    ratio_plot(ax, adv, order)
+    ratio_plot(ax, adv, order, x, xlabel)
+    return fig
+
+
+def sweep_figure(adv: pd.DataFrame, panel: str = "depth", x: str = "logit_std",
+                 line: str = "n", panel_title: str = "paths of depth {}",
+                 line_label: str = "n = {}", xlabel: str = "logit scale $\\sigma$"):
+    """`ratio_plot` against `x` (log axis), one line per value of `line`, one panel per value
+    of `panel`, shared y."""
+    panels = list(dict.fromkeys(adv[panel]))
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), sharey=True,
+                             squeeze=False)
+    for ax, key in zip(axes[0], panels):
+        part = adv[adv[panel] == key]
+        ratio_plot(ax, part.assign(setting=part[line].map(line_label.format)), x=x,
+                   xlabel=xlabel)
+        ax.set(xscale="log", title=panel_title.format(key))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xticks(sorted(part[x].unique()), [f"{v:g}" for v in sorted(part[x].unique())])
+    for ax in axes[0][1:]:
+        ax.set_ylabel("")
     return fig
 
 
@@ -308,4 +350,58 @@ def variant_panels(summary: pd.DataFrame, variants, title: str):
     axes[0].set_ylabel("relative residual $r(X_l)$")
     axes[0].legend()
     fig.suptitle(title)
+    return fig
+
+
+def task_panels(summary: pd.DataFrame, titles: dict[str, str], ylabel: str,
+                styles: dict[str, str] | None = None, floor: float | None = None,
+                xlabel: str = "layer (0 = embeddings)"):
+    """One panel per task (`titles`: task -> title), softmax and Sinkhorn bands in each,
+    one line style per inference variant (`styles`: variant -> style; all variants in the
+    summary when None); each panel on its own y-axis."""
+    variants = styles or {v: LINESTYLES[i % 4] for i, v in enumerate(dict.fromkeys(summary["variant"]))}
+    fig, axes = plt.subplots(1, len(titles), figsize=(4.4 * len(titles), 3.4), squeeze=False)
+    for ax, (task, title) in zip(axes[0], titles.items()):
+        part = summary[summary["task"] == task]
+        for (variant, name), g in part.groupby(["variant", "normalization"], sort=False):
+            if variant in variants:
+                band_from_summary(ax, g, color=NORMALIZATION_COLORS[name],
+                                  linestyle=variants[variant], label=f"{display(name)}, {variant}")
+        if floor:
+            ax.axhline(floor, color="grey", linestyle=":", linewidth=1)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set(title=textwrap.fill(title, 34), xlabel=xlabel)
+    axes[0][0].set_ylabel(ylabel)
+    axes[0][0].legend(fontsize="x-small")
+    return fig
+
+
+def trained_attention_figure(stats: pd.DataFrame, titles: dict[str, str]):
+    """The complete trained models' attention per layer: the logit scale (left), the
+    Sinkhorn models' row error after exactly 50 iterations, median and largest over inputs
+    (middle), and the mean row entropy (right); normalizations in their colours, one line
+    style per task."""
+    fig, (scale, error, entropy) = plt.subplots(1, 3, figsize=(13, 3.6))
+    styles = {t: LINESTYLES[i % 4] for i, t in enumerate(titles)}
+    for (task, name), g in stats.groupby(["task", "normalization"], sort=False):
+        per_layer = g.groupby("layer")
+        color, style = NORMALIZATION_COLORS[name], styles[task]
+        label = f"{display(name)}, {titles[task]}"
+        scale.plot(per_layer["logit_std"].median(), style, color=color, marker="o",
+                   markersize=3, label=label)
+        entropy.plot(per_layer["entropy"].mean(), style, color=color, marker="o", markersize=3)
+        if name == "sinkhorn":
+            error.plot(per_layer["marginal_error"].median(), style, color=color, marker="o",
+                       markersize=3, label=f"median, {titles[task]}")
+            error.plot(per_layer["marginal_error"].max(), style, color=color, marker="^",
+                       markersize=4, alpha=0.5, label=f"largest, {titles[task]}")
+    error.axhline(1e-6, color="grey", linestyle=":", linewidth=1)
+    for ax in (scale, error, entropy):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set(xlabel="layer")
+    scale.set(ylabel="logit standard deviation", title="Logit scale")
+    error.set(yscale="log", ylabel="max |row sum − 1|", title="Sinkhorn after 50 iterations")
+    entropy.set(ylabel="mean row entropy (nats)", title="Row entropy")
+    scale.legend(fontsize="xx-small")
+    error.legend(fontsize="xx-small")
     return fig

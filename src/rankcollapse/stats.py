@@ -26,7 +26,7 @@ units are at the floor, the few left are a selection, not a sample: no verdict t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -36,8 +36,9 @@ LEVEL = 0.95
 N_BOOT = 2000
 MIN_UNITS = 3
 VERDICTS = ("more", "less", "parity", "inconclusive")
-_WORDS = {"more": "Sinkhorn keeps more", "less": "Sinkhorn keeps less",
-          "parity": "parity", "inconclusive": "inconclusive"}
+# How each comparison verdict reads in a sentence.
+WORDS = {"more": "Sinkhorn keeps more", "less": "Sinkhorn keeps less",
+         "parity": "parity", "inconclusive": "inconclusive"}
 
 
 @dataclass(frozen=True)
@@ -57,12 +58,12 @@ class Comparison:
     def summary(self) -> str:
         """'Sinkhorn keeps more (ratio 1.32, 95% interval 1.10-1.58, 8 units)'."""
         if not np.isfinite(self.ratio):
-            return f"{_WORDS[self.verdict]} (no ratio: {self.units} usable units)"
+            return f"{WORDS[self.verdict]} (no ratio: {self.units} usable units)"
         if not (np.isfinite(self.low) and np.isfinite(self.high)):
-            return (f"{_WORDS[self.verdict]} (ratio {self.ratio:.3g} from {self.units} units, "
+            return (f"{WORDS[self.verdict]} (ratio {self.ratio:.3g} from {self.units} units, "
                     f"{self.excluded} left out: no interval)")
         left_out = f", {self.excluded} left out at the rounding floor" if self.excluded else ""
-        return (f"{_WORDS[self.verdict]} (ratio {self.ratio:.3g}, {LEVEL:.0%} interval "
+        return (f"{WORDS[self.verdict]} (ratio {self.ratio:.3g}, {LEVEL:.0%} interval "
                 f"{self.low:.3g}–{self.high:.3g}, {self.units} units{left_out})")
 
 
@@ -95,14 +96,46 @@ def compare(softmax, sinkhorn, *, margin: float = MARGIN, floor: float = 0.0,
     logs = np.log(b[keep]) - np.log(a[keep])
     excluded = int((~keep).sum())
     if len(logs) < MIN_UNITS or excluded > len(logs):
-        ratio = float(np.exp(logs.mean())) if len(logs) else float("nan")
-        return Comparison(ratio, float("nan"), float("nan"), len(logs), excluded, margin,
-                          "inconclusive")
+        return _no_interval(logs.mean() if len(logs) else np.nan, len(logs), excluded, margin)
     rng = np.random.default_rng(seed)
     boot = logs[rng.integers(0, len(logs), (n_boot, len(logs)))].mean(axis=1)
+    return _with_interval(logs.mean(), boot, len(logs), excluded, margin, level)
+
+
+def compare_groups(reference, other, *, margin: float = MARGIN, floor: float = 0.0,
+                   n_boot: int = N_BOOT, seed: int = 0, level: float = LEVEL) -> Comparison:
+    """Compare two independent groups of positive values (not paired: random matrices
+    against trained models, say): the ratio of geometric means `other` / `reference`, with a
+    bootstrap interval that resamples each group on its own; values <= `floor` or not finite
+    are left out. `units` counts the smaller group; the verdict words read "other keeps
+    more" for a ratio above 1."""
+    groups = [np.asarray(v, float) for v in (reference, other)]
+    if any(g.ndim != 1 for g in groups):
+        raise ValueError("compare_groups needs two 1-D arrays")
+    if any((g < 0).any() for g in groups):
+        raise ValueError("compared values must be non-negative (residuals, norms)")
+    kept = [np.log(g[np.isfinite(g) & (g > floor)]) for g in groups]
+    excluded = sum(len(g) - len(k) for g, k in zip(groups, kept))
+    units = min(len(k) for k in kept)
+    if units < MIN_UNITS or excluded > units:
+        gap = kept[1].mean() - kept[0].mean() if units else np.nan
+        return _no_interval(gap, units, excluded, margin)
+    rng = np.random.default_rng(seed)
+    boot = [k[rng.integers(0, len(k), (n_boot, len(k)))].mean(axis=1) for k in kept]
+    return _with_interval(kept[1].mean() - kept[0].mean(), boot[1] - boot[0], units, excluded,
+                          margin, level)
+
+
+def _no_interval(log_ratio: float, units: int, excluded: int, margin: float) -> Comparison:
+    return Comparison(float(np.exp(log_ratio)), float("nan"), float("nan"), units, excluded,
+                      margin, "inconclusive")
+
+
+def _with_interval(log_ratio: float, boot: np.ndarray, units: int, excluded: int,
+                   margin: float, level: float) -> Comparison:
     tail = (1 - level) / 2
     low, high = np.exp(np.quantile(boot, [tail, 1 - tail]))
-    return Comparison(float(np.exp(logs.mean())), float(low), float(high), len(logs), excluded,
+    return Comparison(float(np.exp(log_ratio)), float(low), float(high), units, excluded,
                       margin, verdict_of(low, high, margin))
 
 
@@ -142,6 +175,18 @@ def loglog_slope(x, y) -> float:
     return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(y, float)), 1)[0])
 
 
+def growth_factor(layers, lost) -> float:
+    """The factor by which each layer multiplies `lost` (e.g. the digits a residual has lost,
+    -log10 r): exp of the least-squares slope of log(lost) against the layer index, over the
+    positive finite values. Constant under doubly exponential decay (3 under the cubic law);
+    NaN with fewer than two such values."""
+    layers, lost = np.asarray(layers, float), np.asarray(lost, float)
+    keep = np.isfinite(lost) & (lost > 0)
+    if keep.sum() < 2:
+        return float("nan")
+    return float(np.exp(np.polyfit(layers[keep], np.log(lost[keep]), 1)[0]))
+
+
 # ----------------------------------------------------------------------------- words
 
 
@@ -161,12 +206,12 @@ def ranges(values) -> str:
 
 
 def describe(results: pd.DataFrame, x: str, noun: str = "depth",
-             more: str = _WORDS["more"], less: str = _WORDS["less"]) -> str:
+             more: str = WORDS["more"], less: str = WORDS["less"]) -> str:
     """One factual sentence about a `compare_table` result over `x` (depths, layers): where
     each verdict holds, e.g. 'Sinkhorn keeps more at depths 1–3; Sinkhorn keeps less at
     depths 5–12; parity at depth 4.' Verdicts that hold nowhere are left out. `more` and
     `less` name the directions for quantities other than rank ('Sinkhorn higher')."""
-    words = {**_WORDS, "more": more, "less": less}
+    words = {**WORDS, "more": more, "less": less}
     parts = []
     for verdict in VERDICTS:
         where = results.loc[results["verdict"] == verdict, x].tolist()
@@ -180,6 +225,28 @@ def describe(results: pd.DataFrame, x: str, noun: str = "depth",
 
 CLAIM_VERDICTS = ("reproduced", "partly reproduced", "not reproduced", "contradicted",
                   "not testable here")
+# The paper's claims, with the ids the book uses everywhere (see the intro).
+CLAIMS = {
+    "C1": "repeated attention mixing drives all tokens to one vector (rank collapse)",
+    "C2a": "50 Sinkhorn iterations make attention effectively doubly stochastic",
+    "C3a": "one layer of pure Sinkhorn attention: residual bounded by C ||res(X)||^3",
+    "C3b": "L layers: the exponent 3^L (doubly exponential collapse)",
+    "C3c": "the bound holds in the small-logit regime ||A||_2 << 1",
+    "C4a": "trained models: the hidden-state residual stays higher under Sinkhorn",
+    "C4b": "the advantage is most visible in early layers",
+    "C4c": "the advantage is most visible with skip connections",
+    "C4d": "the same for the self-attention output",
+    "C4e": "the same for products of attention matrices along paths",
+    "C5": "the paper's settings: 24 layers, width 128, 4 heads, its three datasets",
+    "C6a": "random matrices: no Sinkhorn advantage",
+    "C6b": "random matrices with half of the factors the identity: no Sinkhorn advantage",
+    "C6c": "random stochastic products decay more slowly than trained attention products",
+    "C6d": "the hypothesis: the advantage comes from input dependence along a real path",
+    "C7": "limitations: pure attention never trained from scratch; first-order bounds",
+    "C8": "Sinkhorn models match or improve accuracy",
+    "C9": "doubly stochastic attention spreads attention more evenly (higher row entropy)",
+    "C10": "Lipschitz properties of Sinkhorn against softmax attention (future work)",
+}
 COMPARISON_RULE = (
     "Each comparison is Sinkhorn / softmax over independent units (weight draws, pools of "
     "random matrices, networks or test inputs), as the geometric mean of paired ratios with a "
@@ -192,27 +259,41 @@ COMPARISON_RULE = (
 CLAIM_RULE = (
     "A claim is *reproduced* when every comparison that decides it agrees with the paper, "
     "*partly reproduced* when some do and no more of them show the opposite (the finding says "
-    "which), *contradicted* when more show the opposite than agree, *not reproduced* otherwise; "
+    "which), *contradicted* when more show the opposite than agree, *not reproduced* otherwise "
+    "(for a claim of *no Sinkhorn advantage*, parity and *Sinkhorn keeps less* both agree and "
+    "only *Sinkhorn keeps more* is the opposite; for *matches or improves*, the reverse); "
     "a claim decided by a numerical check is reproduced when the check, stated with it, "
     "passes, and *not testable here* when this run cannot decide it (the finding says why).")
-_OPPOSITE = {"more": "less", "less": "more"}
+
+
+# What the paper can report about a comparison -> (the verdicts that agree, those against).
+EXPECTATIONS = {
+    "more": ({"more"}, {"less"}),
+    "less": ({"less"}, {"more"}),
+    "parity": ({"parity"}, {"more", "less"}),
+    "no more": ({"parity", "less"}, {"more"}),  # "no Sinkhorn advantage"
+    "no less": ({"parity", "more"}, {"less"}),  # "Sinkhorn matches or improves"
+}
 
 
 def claim_verdict(expected: str, found: list[str]) -> str:
     """Verdict on a claim of the paper from the verdicts of its comparisons (one per depth or
-    layer, or a single one). `expected`: what the paper reports, 'more', 'less' or 'parity'.
+    layer, or a single one). `expected`: what the paper reports, one of `EXPECTATIONS`:
+    'more', 'less', 'parity', 'no more' (no Sinkhorn advantage: parity or less agree) or
+    'no less' (Sinkhorn matches or improves: parity or more agree).
 
-    reproduced: every comparison finds `expected`; partly reproduced: some do and no more find
-    the opposite; contradicted: more find the opposite beyond the margin than find `expected`
-    (for a claim of parity the opposite is a difference either way); not reproduced:
-    otherwise (parity or inconclusive where the paper reports a difference, or inconclusive
-    where it reports parity)."""
-    if expected not in ("more", "less", "parity"):
-        raise ValueError(f"expected must be 'more', 'less' or 'parity'; got {expected!r}")
+    reproduced: every comparison agrees; partly reproduced: some do and no more find the
+    opposite; contradicted: more find the opposite beyond the margin than agree (for a claim
+    of parity the opposite is a difference either way); not reproduced: otherwise (parity or
+    inconclusive where the paper reports a difference, or inconclusive where it reports
+    parity)."""
+    if expected not in EXPECTATIONS:
+        raise ValueError(f"expected must be one of {', '.join(map(repr, EXPECTATIONS))}; "
+                         f"got {expected!r}")
     if not found:
         return "not testable here"
-    opposite = {"more", "less"} if expected == "parity" else {_OPPOSITE[expected]}
-    hits, against = sum(v == expected for v in found), sum(v in opposite for v in found)
+    agree, opposite = EXPECTATIONS[expected]
+    hits, against = sum(v in agree for v in found), sum(v in opposite for v in found)
     if hits == len(found):
         return "reproduced"
     if against > hits:
@@ -229,21 +310,73 @@ def check_verdict(holds: bool | None) -> str:
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim of the paper (id from the book's claim list), its verdict and the finding
-    that decided it, in words generated from the run's numbers."""
+    """One claim of the paper (id from `CLAIMS`), its verdict and the finding that decided
+    it, in words generated from the run's numbers; `number` and `interval` are the deciding
+    number (for a softmax/Sinkhorn comparison the ratio Sinkhorn / softmax: see
+    `summarise`) and `figure` the figure that shows it."""
 
     id: str
     claim: str
     verdict: str
     finding: str
+    number: float | None = None
+    interval: tuple[float, float] | None = None
+    figure: str | None = None
 
     def __post_init__(self):
         if self.verdict not in CLAIM_VERDICTS:
             raise ValueError(f"unknown claim verdict {self.verdict!r}; valid: "
                              f"{', '.join(CLAIM_VERDICTS)}")
+        if self.id not in CLAIMS:
+            raise ValueError(f"unknown claim id {self.id!r}; the claims are {', '.join(CLAIMS)}")
+
+    def with_numbers(self, comparisons: pd.DataFrame | None = None, number: float | None = None,
+                     figure: str | None = None) -> Claim:
+        """This claim with its deciding number: from `comparisons` (rows of
+        `compare_table`, see `summarise`) or a single checked `number`; and its figure."""
+        interval = None
+        if comparisons is not None:
+            number, interval = summarise(comparisons)
+        return replace(self, number=number, interval=interval, figure=figure or self.figure)
+
+    def record(self) -> dict:
+        """The claim as a plain dict (for the claims ledger and claims.json)."""
+        return {"id": self.id, "claim": self.claim, "verdict": self.verdict,
+                "finding": self.finding, "number": self.number,
+                "interval": list(self.interval) if self.interval else None,
+                "figure": self.figure}
 
     def markdown(self) -> str:
         return f"- **{self.id}** {self.claim}: **{self.verdict}**. {self.finding}"
+
+
+def summarise(comparisons: pd.DataFrame) -> tuple[float, tuple[float, float] | None]:
+    """The deciding number of a claim made of several comparisons: the geometric mean of
+    their ratios Sinkhorn / softmax, and the range spanned by their intervals (from the
+    lowest low to the highest high) - a summary, not an interval of its own."""
+    ratios = comparisons["ratio"].to_numpy(float)
+    ratios = ratios[np.isfinite(ratios) & (ratios > 0)]
+    if not len(ratios):
+        return float("nan"), None
+    lows, highs = comparisons["low"].to_numpy(float), comparisons["high"].to_numpy(float)
+    finite = np.isfinite(lows) & np.isfinite(highs)
+    span = (float(lows[finite].min()), float(highs[finite].max())) if finite.any() else None
+    return float(np.exp(np.log(ratios).mean())), span
+
+
+def merge_verdicts(verdicts: list[str]) -> str:
+    """One verdict for a claim decided in several places (C2a on random and on trained
+    logits, say): the same verdict everywhere stays; a mix with some reproduction is
+    partly reproduced; otherwise contradicted if any part is, else not reproduced; not
+    testable parts count only when nothing else is known."""
+    known = [v for v in verdicts if v != "not testable here"]
+    if not known:
+        return "not testable here"
+    if len(set(known)) == 1:
+        return known[0]
+    if {"reproduced", "partly reproduced"} & set(known):
+        return "partly reproduced"
+    return "contradicted" if "contradicted" in known else "not reproduced"
 
 
 def claims_markdown(claims: list[Claim]) -> str:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import torch
 
 from ..measures import matrix_norm, residual
 from ..normalizations import NORMALIZATIONS, normalize
-from ..stats import Claim, check_verdict, loglog_slope
+from ..stats import Claim, check_verdict, growth_factor, loglog_slope
 from ..theory import (HeadWeights, attention_layer, depth_bound_log, head_logits,
                       linearized_sinkhorn, linearized_softmax, one_layer_residual, random_head)
 
@@ -139,12 +140,27 @@ def gap_slope(gap: pd.Series, max_scale: float = 1e-2) -> float:
     return loglog_slope(small.index, small.values)
 
 
+def digit_growth(stacks: pd.DataFrame, floor_log10: float = -13.0) -> float:
+    """The factor by which each layer multiplies the digits lost (-log10 of the residual):
+    `growth_factor` over layers 1.. above the rounding floor of each (start, normalization)
+    curve, geometric mean over the curves. 3 under the cubic law r_{l+1} ~ c r_l^3."""
+    factors = [growth_factor(g["layer"], -g["log10_residual"])
+               for _, g in stacks.query("layer > 0 and log10_residual > @floor_log10")
+               .groupby(["start", "normalization"])]
+    factors = [f for f in factors if np.isfinite(f)]
+    return float(np.exp(np.mean(np.log(factors)))) if factors else float("nan")
+
+
 def claims(cubic: dict[str, float], bound: tuple[bool, int, int], sweep: pd.DataFrame,
-           tolerance: float = 0.1, regime: float = 0.1, min_layers: int = 4) -> list[Claim]:
-    """C3a (slope 3), C3b (the depth bound, `bound_check`'s result; not testable when fewer
-    than `min_layers` layers are above the rounding floor) and C3c (the small-logit
-    regime), each decided by a stated check on this run's numbers."""
+           tolerance: float = 0.1, regime: float = 0.1, min_layers: int = 4,
+           growth: float | None = None, digits: int | None = None) -> list[Claim]:
+    """C3a (slope 3), C3b (the depth bound, `bound_check`'s result, with the digits-lost
+    `growth` factor; not testable when fewer than `min_layers` layers are above the rounding
+    floor) and C3c (the small-logit regime), each decided by a stated check."""
     bound_holds, points, deepest = bound
+    precision = f"computed with {digits} significant digits" if digits else "float64"
+    grown = f" Each layer multiplies the digits lost by {growth:.2f} (3 under the cubic law)." \
+        if growth is not None and np.isfinite(growth) else ""
     slope_ok = all(abs(s - 3) <= tolerance for s in cubic.values())
     small = sweep[sweep["logit_norm"] <= regime]
     within = bool(len(small)) and bool((small["looseness"] >= 1).all())
@@ -153,16 +169,19 @@ def claims(cubic: dict[str, float], bound: tuple[bool, int, int], sweep: pd.Data
         Claim("C3a", "one layer: residual bounded by $C\\,\\|\\mathrm{res}(X)\\|^3$",
               check_verdict(slope_ok),
               f"Log-log slope of output against input residual, small inputs: {found} "
-              f"(check: within {tolerance} of 3)."),
+              f"(check: within {tolerance} of 3).").with_numbers(
+            number=float(np.mean(list(cubic.values()))), figure="fig-cubic"),
         Claim("C3b", "$L$ layers: exponent $3^L$",
               check_verdict(bound_holds if deepest >= min_layers else None),
               "The measured residual stays below the first-order $L$-layer bound at every "
-              f"layer above the float64 rounding floor: {'yes' if bound_holds else 'no'} "
-              f"({points} points, layers 1–{deepest} only: deeper layers are at the floor). "
-              f"Deciding the exponent needs at least {min_layers} layers above the floor, "
-              "more precision than float64 gives here."),
+              f"layer above the rounding floor ({precision}): "
+              f"{'yes' if bound_holds else 'no'} ({points} points, layers 1–{deepest})."
+              + (grown if deepest >= min_layers else
+                 f" Deciding the exponent needs at least {min_layers} layers above the floor.")
+              ).with_numbers(number=growth, figure="fig-depth-bound"),
         Claim("C3c", "the bound holds where the logits are small", check_verdict(within),
               f"Where the centred logits have spectral norm at most {regime:g}, the bound "
               f"$c\\|R\\|^3$ is {'above' if within else 'not always above'} the measured residual "
-              f"({len(small)} points)."),
+              f"({len(small)} points).").with_numbers(
+            number=float(small["looseness"].min()) if len(small) else None, figure="fig-regime"),
     ]

@@ -24,8 +24,9 @@ import torch
 from ..measures import path_products, relative_residual, rounding_floor, sample_paths
 from ..models import Switches, random_stack
 from ..normalizations import NORMALIZATIONS, normalize
-from ..stats import Claim, claim_verdict, compare_table, describe
-from .rank_collapse import random_tokens
+from ..stats import (WORDS, VERDICTS, Claim, claim_verdict, compare_table, describe,
+                     merge_verdicts, ranges)
+from .rank_collapse import random_tokens, sweep
 
 # A pool maker: generator -> {normalization: attention (layers, batch, heads, n, n)}.
 PoolMaker = Callable[[torch.Generator], dict[str, torch.Tensor]]
@@ -135,32 +136,89 @@ def advantage(table: pd.DataFrame, floor: float = rounding_floor(torch.float64)
     return compare_table(table, unit="pool", by=["setting", "depth"], floor=floor)
 
 
+def control_sweep(n_layers: int, batch: int, n_heads: int, sizes, scales, depths,
+                  n_pools: int, n_paths: int, seed: int, n_iter: int = 50) -> pd.DataFrame:
+    """The control (independent logits) for every token count n in `sizes` and logit scale
+    in `scales`: `advantage` per (n, logit_std, depth) over `n_pools` independent pools,
+    columns n, logit_std, depth, ratio, low, high, units, excluded, verdict."""
+    frames = []
+    for n in sizes:
+        pools = {f"{n}|{s}": random_pool(n_layers, batch, n_heads, n, s, n_iter=n_iter)
+                 for s in scales}
+        adv = advantage(pooled_paths(pools, n_pools, depths, n_paths, seed))
+        key = adv["setting"].str.split("|", expand=True)
+        frames.append(adv.assign(n=key[0].astype(int), logit_std=key[1].astype(float))
+                      .drop(columns="setting"))
+    return pd.concat(frames, ignore_index=True)
+
+
+def hidden_state_test(d_model: int, n_heads: int, n_layers: int, n_samples: int, n: int,
+                      scales, networks: int, seed: int, n_iter: int = 50,
+                      device: torch.device | str = "cpu") -> pd.DataFrame:
+    """The direct test of the hypothesis in random networks: the relative residual of the
+    hidden states (chapter 1's measure, float64) of random-weight networks with skip
+    connections and pre-LayerNorm (no FFN), softmax against Sinkhorn on the same weights and
+    inputs, per logit scale and layer, over `networks` independent weight draws (the unit;
+    each draw is summarised by its median over the `n_samples` inputs)."""
+    configs = [dict(normalization=name, logit_std=s, skip=True, layernorm=True)
+               for name in NORMALIZATIONS for s in scales]
+    stacks = sweep(configs, n_samples, n, d_model, n_heads, n_layers, n_iter, seed, device,
+                   dtype=torch.float64, weight_draws=networks)
+    return compare_table(stacks[stacks["layer"] > 0], unit="draw", by=["logit_std", "layer"],
+                         floor=rounding_floor(torch.float64))
+
+
 def verdicts(adv: pd.DataFrame) -> dict[str, str]:
     """Per setting, the sentence of `stats.describe` over depths."""
     return {s: describe(g, "depth") for s, g in adv.groupby("setting", sort=False)}
 
 
-def claims(adv: pd.DataFrame, independent: str, identity: str, networks: list[str]
-           ) -> list[Claim]:
-    """C6a (parity for independent random matrices), C6b (parity with half identities) and
-    C6d (the hypothesis: attention computed from the previous layer's output, in random
-    networks with skip connections, keeps more rank under Sinkhorn; decided on paths of
-    depth 2 and more, since a path of depth 1 is one matrix, not a chain), from `advantage`."""
+def sweep_sentence(sweep: pd.DataFrame) -> str:
+    """How many (n, logit scale, depth) cells of `control_sweep` give each verdict."""
+    counts = sweep["verdict"].value_counts()
+    parts = [f"{WORDS[v]} in {counts[v]}" for v in VERDICTS if v in counts]
+    return (f"Over n = {ranges(sweep['n'].unique())}, logit scales "
+            f"{ranges(sweep['logit_std'].unique())} and depths {ranges(sweep['depth'].unique())}: "
+            + ", ".join(parts) + f" of {len(sweep)} cells.")
+
+
+def claims(adv: pd.DataFrame, independent: str, identity: str, networks: list[str],
+           sweep: pd.DataFrame, hidden: pd.DataFrame) -> list[Claim]:
+    """C6a (no Sinkhorn advantage for independent random matrices - parity or less agree
+    with it: the paper's setting at every depth and the `control_sweep` over n and logit
+    scale), C6b (the same with half identities) and C6d
+    (the hypothesis in random networks with skip connections: attention computed from the
+    previous layer's output keeps more rank under Sinkhorn, in the path products of depth 2
+    and more - depth 1 is one matrix, not a chain - and in the hidden states themselves,
+    `hidden_state_test`), from `advantage`."""
     found = {s: g["verdict"].tolist() for s, g in adv.groupby("setting", sort=False)}
     sentences = verdicts(adv)
-    chains = adv[adv["setting"].isin(networks) & (adv["depth"] >= 2)]["verdict"].tolist()
+    chains = adv[adv["setting"].isin(networks) & (adv["depth"] >= 2)]
     def no_lead(setting: str) -> str:
         return ("" if "more" in found[setting] else " No depth shows Sinkhorn ahead; where it "
                 "keeps less, the two do not decay the same either.")
+    control = pd.concat([adv[adv["setting"] == independent], sweep])
+    hidden_found = {f"logit scale {s:g}": describe(g, "layer", "layer")
+                    for s, g in hidden.groupby("logit_std")}
+    chain_verdict = claim_verdict("more", chains["verdict"].tolist())
+    hidden_verdict = claim_verdict("more", hidden["verdict"].tolist())
 
     return [
-        Claim("C6a", "products of independent random matrices decay the same under both (no "
-              "Sinkhorn advantage)", claim_verdict("parity", found[independent]),
-              sentences[independent] + no_lead(independent)),
+        Claim("C6a", "products of independent random matrices show no Sinkhorn advantage",
+              claim_verdict("no more", control["verdict"].tolist()),
+              f"The paper's setting (n and logit scale 1): {sentences[independent]}"
+              + no_lead(independent) + " " + sweep_sentence(sweep)).with_numbers(
+            control, figure="fig-control-ratio"),
         Claim("C6b", "the same with half of the factors replaced by the identity",
-              claim_verdict("parity", found[identity]), sentences[identity] + no_lead(identity)),
+              claim_verdict("no more", found[identity]), sentences[identity] + no_lead(identity)
+              ).with_numbers(adv[adv["setting"] == identity], figure="fig-control-ratio"),
         Claim("C6d", "the hypothesis: input dependence along a path produces the advantage "
-              "(random networks with skip connections)", claim_verdict("more", chains),
-              " ".join(f"{s}: {sentences[s]}" for s in networks)
-              + " Depth 1 does not count: it is a single matrix, not a chain."),
+              "(random networks with skip connections)",
+              merge_verdicts([chain_verdict, hidden_verdict]),
+              f"Path products ({chain_verdict}): "
+              + " ".join(f"{s}: {sentences[s]}" for s in networks)
+              + " Depth 1 does not count: it is a single matrix, not a chain. Hidden states of "
+              f"the same kind of networks ({hidden_verdict}): "
+              + " ".join(f"{s}: {v}" for s, v in hidden_found.items())).with_numbers(
+            pd.concat([chains, hidden]), figure="fig-hidden-test"),
     ]

@@ -12,9 +12,11 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .. import precise
 from ..measures import affine_rank, layer_table, relative_residual, rounding_floor, row_entropy
 from ..models import Encoder, Switches, random_stack
-from ..stats import Claim, check_verdict
+from ..stats import Claim, check_verdict, growth_factor
+from ..theory import random_head
 
 
 def random_tokens(n_samples: int, n_tokens: int, d_model: int, generator: torch.Generator,
@@ -86,14 +88,46 @@ def digits_lost(summary: pd.DataFrame, by: str = "logit_std",
     return rows.assign(lost=-rows["mean"]).sort_values([by, "layer"])
 
 
+def precise_collapse(scales, n_tokens: int, d_model: int, depth: int, draws: int, seed: int,
+                     digits: int = 1000) -> pd.DataFrame:
+    """Pure single-head softmax attention with random weights (`theory.random_head`) at each
+    logit scale, computed with `digits` significant digits (`precise.depth_table`), for
+    `draws` independent draws of the tokens and the weights: columns logit_std, draw, layer,
+    log10_relative (log10 of ||res(X_l)||_2 / ||X_l||_2)."""
+    frames = []
+    for index, scale in enumerate(scales):
+        for draw in range(draws):
+            gen = torch.Generator().manual_seed(seed + 7919 * index + 104729 * (draw + 1))
+            x = torch.randn(n_tokens, d_model, generator=gen, dtype=torch.float64)
+            heads = [random_head(d_model, d_model, scale, gen) for _ in range(depth)]
+            table = precise.depth_table(x, heads, digits, normalizations=("softmax",))
+            frames.append(table[["layer", "log10_relative"]].assign(logit_std=scale, draw=draw))
+    return pd.concat(frames, ignore_index=True)
+
+
+def precise_digits_lost(table: pd.DataFrame, floor_log10: float,
+                        by: str = "logit_std") -> pd.DataFrame:
+    """Mean digits lost, -log10 r, over the draws per (group, layer) for layers 1.. where every
+    draw lies above `floor_log10` (the working precision's rounding floor), with the spread
+    over draws (`low`, `high`: smallest and largest)."""
+    above = table.assign(ok=table["log10_relative"] > floor_log10, lost=-table["log10_relative"])
+    grouped = above[above["layer"] > 0].groupby([by, "layer"])
+    summary = grouped.agg(lost=("lost", "mean"), low=("lost", "min"), high=("lost", "max"),
+                          ok=("ok", "all"), draws=("lost", "size")).reset_index()
+    return summary[summary["ok"]].drop(columns="ok")
+
+
 def growth_factors(digits: pd.DataFrame, by: str = "logit_std") -> pd.Series:
-    """Per group: the geometric mean of lost[l+1] / lost[l] over consecutive layers, the
-    factor by which each layer multiplies the number of lost digits (3 under the cubic law).
-    NaN for a group with fewer than two layers above the floor."""
-    def factor(lost: pd.Series) -> float:
-        values = lost.to_numpy()
-        return float(np.exp(np.mean(np.diff(np.log(values))))) if len(values) > 1 else np.nan
-    return digits.groupby(by)["lost"].apply(factor)
+    """Per group: `stats.growth_factor` of the digits lost against the layer, the factor by
+    which each layer multiplies them (3 under the cubic law). NaN for a group with fewer than
+    two layers above the floor."""
+    return digits.groupby(by)[["layer", "lost"]].apply(
+        lambda g: growth_factor(g["layer"], g["lost"]))
+
+
+def fit_points(digits: pd.DataFrame, by: str = "logit_std") -> pd.Series:
+    """How many layers enter each group's growth fit."""
+    return digits.groupby(by)["lost"].count()
 
 
 def final_residuals(summary: pd.DataFrame, layer: int, by: str = "label") -> pd.Series:
@@ -174,9 +208,12 @@ def layernorm_sentence(counts: dict[str, int]) -> str:
 
 
 def claims(pure_final: pd.Series, skip_final: float, growth: pd.Series,
-           collapsed: float = 1e-8) -> list[Claim]:
+           collapsed: float = 1e-8, points: int | None = None,
+           digits: int | None = None,
+           floor: float = rounding_floor(torch.float64)) -> list[Claim]:
     """C1 on this run: pure attention drives the residual below `collapsed` at every logit
-    scale (NaN: a last layer mostly at the rounding floor, which counts as collapsed), with
+    scale (NaN: a last layer mostly at the rounding floor, which counts as collapsed and as
+    the `floor` in the claim's number: the largest last-layer residual), with
     the factor by which each layer multiplies the lost digits, and where a skip connection
     leaves it."""
     holds = bool(((pure_final < collapsed) | pure_final.isna()).all())
@@ -187,5 +224,8 @@ def claims(pure_final: pd.Series, skip_final: float, growth: pd.Series,
         check_verdict(holds),
         f"Pure attention with random weights ends, at every logit scale, with a residual "
         f"{worst} at the last layer (check: below {collapsed:g}); each layer multiplies the "
-        f"number of lost digits by {growth.min():.1f}–{growth.max():.1f}. With a skip "
-        f"connection the residual ends at {skip_final:.2f}.")]
+        f"number of lost digits by {growth.min():.1f}–{growth.max():.1f}"
+        + (f" (fit over at least {points} layers, {digits} significant digits)"
+           if points and digits else "") + ". With a skip "
+        f"connection the residual ends at {skip_final:.2f}.").with_numbers(
+        number=float(pure_final.fillna(floor).max()), figure="fig-pure-collapse")]

@@ -8,8 +8,9 @@ matrices along random paths through the layers.
 
 from __future__ import annotations
 
+import copy
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -18,11 +19,12 @@ import torch
 from ..data import VOCAB_SIZE, Dataset, Tokenizer, load
 from ..data import record as dataset_record
 from ..masks import pair_mask
-from ..measures import layer_table, relative_residual, rounding_floor
+from ..measures import layer_table, relative_residual, rounding_floor, row_entropy
 from ..models import Classifier, EncoderConfig, EncoderOutput, ModelConfig, Switches
-from ..normalizations import NORMALIZATIONS
+from ..normalizations import NORMALIZATIONS, marginal_errors, sinkhorn
 from ..profiles import Task
-from ..stats import MIN_UNITS, VERDICTS, Claim, claim_verdict, compare, compare_table, describe
+from ..stats import (MIN_UNITS, VERDICTS, Claim, check_verdict, claim_verdict, compare,
+                     compare_table, describe, unit_values)
 from ..training import TrainConfig, TrainResult, train
 from ..trainings import models_dir
 from .random_matrix_control import path_residuals
@@ -106,31 +108,66 @@ def switched(model: Classifier, switches: Switches):
 @torch.no_grad()
 def record(model: Classifier, data: Dataset, n: int, switches: Switches,
            batch_size: int = 64) -> tuple[EncoderOutput, torch.Tensor | None]:
-    """Hidden states and attention of the first `n` test inputs under `switches`, on CPU."""
-    parts, dev = [], next(model.parameters()).device
+    """Hidden states, attention sub-layer outputs, attention and logits of the first `n` test
+    inputs under `switches`, on CPU, in the model's dtype (images are cast to it)."""
+    parts, first = [], next(model.parameters())
     with switched(model.eval(), switches):
         for start in range(0, min(n, len(data)), batch_size):
             stop = min(start + batch_size, n, len(data))
-            mask = None if data.mask is None else data.mask[start:stop].to(dev)
-            _, out = model(data.x[start:stop].to(dev), mask, record=True)
-            parts.append(EncoderOutput(out.x.cpu(), out.hidden.cpu(), out.attn_out.cpu(),
-                                       out.attention.float().cpu()))
-    join = lambda key, dim: torch.cat([getattr(p, key) for p in parts], dim)  # noqa: E731
-    mask = None if data.mask is None else data.mask[: min(n, len(data))]
-    return EncoderOutput(join("x", 0), join("hidden", 1), join("attn_out", 1),
-                         join("attention", 1)), mask
+            mask = None if data.mask is None else data.mask[start:stop].to(first.device)
+            x = data.x[start:stop].to(first.device)
+            _, out = model(x.to(first.dtype) if x.is_floating_point() else x, mask, record=True)
+            parts.append(EncoderOutput(*(getattr(out, k).cpu() for k in _RECORDED)))
+    joined = [torch.cat([getattr(p, k) for p in parts], 0 if k == "x" else 1) for k in _RECORDED]
+    return EncoderOutput(*joined), None if data.mask is None else data.mask[: min(n, len(data))]
 
 
-def layer_residuals(out: EncoderOutput, mask: torch.Tensor | None) -> pd.DataFrame:
+_RECORDED = ("x", "hidden", "attn_out", "attention", "logits")
+
+
+def hidden_residuals(out: EncoderOutput, mask: torch.Tensor | None) -> pd.DataFrame:
     """Relative residual (composite norm, token-mean residual, real tokens only) of every
-    hidden state: one row per (layer, sample); layer 0 = the embeddings."""
-    return layer_table(relative_residual(out.hidden.double(), "composite", "mean", mask).numpy())
+    hidden state (block output), and the same relative to the input's at layer 0: one row
+    per (layer, sample); layer 0 = the embeddings."""
+    res = relative_residual(out.hidden.double(), "composite", "mean", mask)
+    return layer_table(res.numpy()).assign(relative=(res / res[0]).numpy().ravel())
+
+
+def output_residuals(out: EncoderOutput, mask: torch.Tensor | None) -> pd.DataFrame:
+    """Relative residual of the attention sub-layer's own output at each layer 1..L (before
+    the skip connection adds the block's input): one row per (layer, sample)."""
+    res = relative_residual(out.attn_out.double(), "composite", "mean", mask).numpy()
+    table = layer_table(res)
+    return table.assign(layer=table["layer"] + 1)
+
+
+def attention_statistics(out: EncoderOutput, mask: torch.Tensor | None, n_iter: int,
+                         sinkhorn_model: bool) -> pd.DataFrame:
+    """Per (layer, sample) of the attention: the mean row entropy over heads and real rows,
+    the standard deviation of the logits over all real pairs of the layer (the logit scale),
+    and for a Sinkhorn model the largest row error over heads after exactly `n_iter`
+    iterations of its own logits (float64; NaN for softmax)."""
+    layers, batch, heads, n = out.logits.shape[:4]
+    head_mask = None if mask is None else mask[None, :, None, :].expand(layers, batch, heads, n)
+    entropy = row_entropy(out.attention.double(), head_mask).mean(-1)  # (layers, batch)
+    logits = out.logits.double()
+    real = torch.ones_like(logits, dtype=torch.bool) if mask is None else \
+        pair_mask(head_mask)
+    scale = torch.stack([logits[l][real[l]].std() for l in range(layers)])
+    table = layer_table(entropy.numpy(), "entropy").assign(layer=lambda t: t["layer"] + 1)
+    table["logit_std"] = scale.numpy()[table["layer"] - 1]
+    error = np.full(len(table), np.nan)
+    if sinkhorn_model:
+        p = sinkhorn(logits, n_iter, head_mask, early_stop=False, check_finite=False)
+        error = marginal_errors(p, head_mask)[0].amax(-1).numpy().ravel()
+    return table.assign(marginal_error=error)
 
 
 def attention_paths(out: EncoderOutput, mask: torch.Tensor | None, n_paths: int,
                     seed: int, depths=None) -> pd.DataFrame:
-    """Rank-1 residual of attention products along random paths (see `random_matrix_control.path_residuals`); padded
-    tokens' rows and columns are zeroed for both normalizations so they compare alike."""
+    """Rank-1 residual of attention products along random paths (see
+    `random_matrix_control.path_residuals`); padded tokens' rows and columns are zeroed for
+    both normalizations so they compare alike."""
     attn = out.attention.double()
     if mask is not None:
         attn = attn * pair_mask(mask)[None, :, None]
@@ -157,13 +194,14 @@ def accuracy_claim(results: dict[str, dict[tuple[str, int], TrainResult]],
     """C8: Sinkhorn models match or improve accuracy, decided per task over training seeds
     (the seed is the unit; parity within `ACCURACY_MARGIN` counts as a match). Not testable
     with fewer than `stats.MIN_UNITS` seeds."""
-    parts, accuracies, found = [], [], []
+    parts, accuracies, found, rows = [], [], [], []
     for role, by_model in results.items():
         seeds = sorted({seed for _, seed in by_model})
         soft = [by_model[("softmax", s)].test_accuracy for s in seeds]
         sink = [by_model[("sinkhorn", s)].test_accuracy for s in seeds]
         c = compare(soft, sink, margin=ACCURACY_MARGIN)
         found.append(c.verdict)
+        rows.append({"ratio": c.ratio, "low": c.low, "high": c.high})
         accuracies.append(f"{titles[role]}: softmax {np.mean(soft):.3f}, Sinkhorn "
                           f"{np.mean(sink):.3f}")
         parts.append(f"{accuracies[-1]} ({c.summary()})")
@@ -173,11 +211,11 @@ def accuracy_claim(results: dict[str, dict[tuple[str, int], TrainResult]],
                      f"This profile trains {seeds} seed(s) per model, and the seed is the unit "
                      f"of this comparison (at least {MIN_UNITS} are needed; the full profile "
                      f"trains three). Test accuracies: " + "; ".join(accuracies) + ".")
-    matched = ["more" if v in ("more", "parity") else v for v in found]
     return Claim("C8", "Sinkhorn models match or improve accuracy",
-                 claim_verdict("more", matched),
-                 f"Over {seeds} seeds, parity within a factor {1 + ACCURACY_MARGIN:g}: "
-                 + "; ".join(parts) + ".")
+                 claim_verdict("no less", found),
+                 f"Accuracy Sinkhorn / softmax over {seeds} seeds, parity within a factor "
+                 f"{1 + ACCURACY_MARGIN:g}: " + "; ".join(parts) + ".").with_numbers(
+        pd.DataFrame(rows), figure=None)
 
 
 def chance_sentence(results: dict[str, dict[tuple[str, int], TrainResult]],
@@ -195,12 +233,17 @@ def chance_sentence(results: dict[str, dict[tuple[str, int], TrainResult]],
             f"{margin:g} of chance, and its attention is that of a classifier that barely works.")
 
 
-def layer_comparisons(residuals: pd.DataFrame) -> pd.DataFrame:
-    """Sinkhorn / softmax residual per task, inference variant and layer (1..L), compared
-    over the test inputs (`stats.compare_table`, unit "sample"): the same input is fed to
-    both models, so each input is one paired, independent unit."""
-    return compare_table(residuals[residuals["layer"] > 0], unit="sample",
-                         by=["task", "variant", "layer"], floor=rounding_floor(torch.float32))
+FLOOR = rounding_floor(torch.float64)  # the analysis runs in float64
+
+
+def layer_comparisons(table: pd.DataFrame, value: str = "residual", unit: str = "seed"
+                      ) -> pd.DataFrame:
+    """Sinkhorn / softmax of `value` per task, inference variant and layer (1..L), compared
+    over the training seeds (`stats.compare_table`): each seed's value is the median over
+    the test inputs, the same inputs for both models; values at the float64 rounding floor
+    are left out."""
+    return compare_table(table[table["layer"] > 0], unit=unit, by=["task", "variant", "layer"],
+                         value=value, floor=FLOOR)
 
 
 def claims_table(comparisons: pd.DataFrame) -> pd.DataFrame:
@@ -236,37 +279,36 @@ def layer_sentences(comparisons: pd.DataFrame) -> dict[tuple[str, str], str]:
             for key, g in comparisons.groupby(["task", "variant"], sort=False)}
 
 
-def path_comparisons(paths: pd.DataFrame) -> pd.DataFrame:
+def path_comparisons(paths: pd.DataFrame, unit: str = "seed") -> pd.DataFrame:
     """Sinkhorn / softmax rank-1 residual of attention path products per setting and depth,
-    compared over test inputs: each path comes from one input, the same paths are sampled
-    in both models, and an input's paths are summarised by their median."""
-    return compare_table(paths, unit="sample", by=["setting", "depth"])
+    compared over the training seeds: each seed's value is the median over its paths (the
+    same paths are sampled in both models)."""
+    return compare_table(paths, unit=unit, by=["setting", "depth"], floor=FLOOR)
 
 
-def _log_ratios(residuals: pd.DataFrame) -> pd.DataFrame:
-    """log(Sinkhorn / softmax) of the residual per (task, variant, layer >= 1, input); pairs
-    with a value at the float32 rounding floor are left out."""
-    wide = residuals[residuals["layer"] > 0].pivot_table(
-        index=["task", "variant", "layer", "sample"], columns="normalization", values="residual")
-    floor = rounding_floor(torch.float32)
-    wide = wide[(wide["softmax"] > floor) & (wide["sinkhorn"] > floor)]
-    return np.log(wide["sinkhorn"] / wide["softmax"]).rename("log_ratio").reset_index()
+def unit_log_ratios(table: pd.DataFrame, unit: str = "seed", value: str = "residual"
+                    ) -> pd.DataFrame:
+    """log(Sinkhorn / softmax) per (task, variant, layer >= 1, unit) of the units' medians
+    (`stats.unit_values`); pairs at the float64 rounding floor are left out."""
+    wide = unit_values(table[table["layer"] > 0], unit, ["task", "variant", "layer"], value)
+    wide = wide[(wide["softmax"] > FLOOR) & (wide["sinkhorn"] > FLOOR)]
+    return wide.assign(log_ratio=np.log(wide["sinkhorn"] / wide["softmax"]))
 
 
-def contrast(residuals: pd.DataFrame, first: pd.Series, second: pd.Series) -> pd.DataFrame:
+def contrast(table: pd.DataFrame, first, second, unit: str = "seed") -> pd.DataFrame:
     """Per task, whether Sinkhorn's advantage (the log residual ratio) is larger where
-    `first` holds than where `second` does: per test input, the mean log ratio over the rows
-    of each selection (boolean Series over `_log_ratios`' rows; pairs at the rounding floor
-    left out); the two means are compared over inputs with `stats.compare` ('more': larger
-    where `first`). Also the Sinkhorn / softmax ratio itself in each selection
-    (`first_ratio`, `second_ratio`) and whether Sinkhorn is ahead where `first` holds
-    (`first_verdict`): a larger advantage presupposes an advantage."""
-    logs = _log_ratios(residuals)
+    `first` holds than where `second` does (each a function of `unit_log_ratios`' rows to a
+    boolean Series): per unit, the mean log ratio over the rows of each selection; the two
+    are compared over units with `stats.compare` ('more': larger where `first`). Also the
+    Sinkhorn / softmax ratio itself in each selection (`first_ratio`, `second_ratio`) and
+    whether Sinkhorn is ahead where `first` holds (`first_verdict`): a larger advantage
+    presupposes an advantage."""
+    logs = unit_log_ratios(table, unit)
     rows = []
-    for task in residuals["task"].unique():  # in the chapter's order
+    for task in table["task"].unique():  # in the chapter's order
         g = logs[logs["task"] == task]
-        a = g[second(g)].groupby("sample")["log_ratio"].mean()
-        b = g[first(g)].groupby("sample")["log_ratio"].mean()
+        a = g[second(g)].groupby(unit)["log_ratio"].mean()
+        b = g[first(g)].groupby(unit)["log_ratio"].mean()
         both = a.index.intersection(b.index)
         c = compare(np.exp(a[both]), np.exp(b[both]))
         ahead = compare(np.ones(len(b)), np.exp(b))
@@ -277,20 +319,21 @@ def contrast(residuals: pd.DataFrame, first: pd.Series, second: pd.Series) -> pd
     return pd.DataFrame(rows)
 
 
-def skip_contrast(residuals: pd.DataFrame, with_skip=("full model", "without FFN")
-                  ) -> pd.DataFrame:
+def skip_contrast(table: pd.DataFrame, with_skip=("full model", "without FFN"),
+                  unit: str = "seed") -> pd.DataFrame:
     """C4c's test: is the advantage larger in the variants with skip connections than in
     those without (all layers)? See `contrast`."""
-    return contrast(residuals, lambda g: g["variant"].isin(with_skip),
-                    lambda g: ~g["variant"].isin(with_skip))
+    return contrast(table, lambda g: g["variant"].isin(with_skip),
+                    lambda g: ~g["variant"].isin(with_skip), unit)
 
 
-def early_contrast(residuals: pd.DataFrame, variant: str = "full model") -> pd.DataFrame:
+def early_contrast(table: pd.DataFrame, variant: str = "full model", unit: str = "seed"
+                   ) -> pd.DataFrame:
     """C4b's test: in `variant`, is the advantage larger in the first half of the layers
     than in the second? See `contrast`."""
-    depth = int(residuals["layer"].max())
-    return contrast(residuals, lambda g: (g["variant"] == variant) & (g["layer"] <= depth // 2),
-                    lambda g: (g["variant"] == variant) & (g["layer"] > depth // 2))
+    depth = int(table["layer"].max())
+    return contrast(table, lambda g: (g["variant"] == variant) & (g["layer"] <= depth // 2),
+                    lambda g: (g["variant"] == variant) & (g["layer"] > depth // 2), unit)
 
 
 def path_sentences(comparisons: pd.DataFrame) -> dict[str, str]:
@@ -298,14 +341,21 @@ def path_sentences(comparisons: pd.DataFrame) -> dict[str, str]:
     return {s: describe(g, "depth") for s, g in comparisons.groupby("setting", sort=False)}
 
 
-def claims(layers: pd.DataFrame, paths: pd.DataFrame, titles: dict[str, str],
-           early: pd.DataFrame | None = None, skips: pd.DataFrame | None = None) -> list[Claim]:
+def _by_task(comparisons: pd.DataFrame, titles: dict[str, str], x: str, noun: str) -> str:
+    return " ".join(f"{titles[t]}: {describe(g, x, noun)}"
+                    for t, g in comparisons.groupby("task", sort=False))
+
+
+def claims(hidden: pd.DataFrame, outputs: pd.DataFrame, paths: pd.DataFrame,
+           titles: dict[str, str], early: pd.DataFrame | None = None,
+           skips: pd.DataFrame | None = None, unit: str = "seeds") -> list[Claim]:
     """C4a (the hidden-state residual of the complete trained models is higher under
     Sinkhorn, at every layer of every task), C4b (larger in early layers: `early_contrast`),
-    C4c (larger with skip connections: `skip_contrast`) and C4e (the same for attention path
-    products), from `layer_comparisons` and `path_comparisons` (path settings
+    C4c (larger with skip connections: `skip_contrast`), C4d (the same for the attention
+    sub-layer's output) and C4e (for attention path products), from `layer_comparisons` of
+    the hidden states and of the attention outputs and from `path_comparisons` (settings
     "<title>, full model")."""
-    full = layers[layers["variant"] == "full model"]
+    full, out = (t[t["variant"] == "full model"] for t in (hidden, outputs))
     path_full = paths[paths["setting"].str.endswith(", full model")]
 
     def decided(table: pd.DataFrame) -> list[str]:
@@ -313,7 +363,7 @@ def claims(layers: pd.DataFrame, paths: pd.DataFrame, titles: dict[str, str],
         return [v if v != "more" or ahead == "more" else "parity"
                 for v, ahead in zip(table["verdict"], table["first_verdict"])]
 
-    def by_task(table: pd.DataFrame, more: str, less: str, where: str, other: str) -> str:
+    def contrast_text(table: pd.DataFrame, more: str, less: str, where: str, other: str) -> str:
         words = {"more": more, "less": less, "parity": "no difference (parity)",
                  "inconclusive": "inconclusive"}
         lines = []
@@ -323,7 +373,7 @@ def claims(layers: pd.DataFrame, paths: pd.DataFrame, titles: dict[str, str],
             lines.append(f"{titles[r.task]}: {words[r.verdict]}{no_lead} (Sinkhorn / softmax "
                          f"{r.first_ratio:.3g} {where}, {r.second_ratio:.3g} {other}; ratio of "
                          f"ratios {r.ratio:.3g}, interval {r.low:.3g}–{r.high:.3g}, "
-                         f"{r.units} inputs).")
+                         f"{r.units} {unit}).")
         return " ".join(lines)
 
     contrasts = []
@@ -332,40 +382,115 @@ def claims(layers: pd.DataFrame, paths: pd.DataFrame, titles: dict[str, str],
             "C4b", "the advantage is most visible in early layers",
             claim_verdict("more", decided(early)),
             "Complete models, first half of the layers against the second: "
-            + by_task(early, "larger early", "larger late", "early", "late")))
+            + contrast_text(early, "larger early", "larger late", "early", "late")
+            ).with_numbers(early, figure="fig-trained-relative"))
     if skips is not None:
         contrasts.append(Claim(
             "C4c", "the advantage is most visible with skip connections",
             claim_verdict("more", decided(skips)),
             "Variants with skip connections against those without, all layers: "
-            + by_task(skips, "larger with skips", "larger without skips", "with skips",
-                      "without")))
+            + contrast_text(skips, "larger with skips", "larger without skips", "with skips",
+                            "without")).with_numbers(skips, figure="fig-trained-relative"))
     return [
-        Claim("C4a", "trained models: the hidden-state residual stays higher under Sinkhorn",
-              claim_verdict("more", full["verdict"].tolist()),
-              " ".join(f"{titles[t]}: {describe(g, 'layer', 'layer')}"
-                       for t, g in full.groupby("task", sort=False))),
+        Claim("C4a", "trained models: the hidden-state (block output) residual stays higher "
+              "under Sinkhorn", claim_verdict("more", full["verdict"].tolist()),
+              _by_task(full, titles, "layer", "layer")).with_numbers(
+            full, figure="fig-trained-residual-mnist"),
         *contrasts,
-        Claim("C4e", "trained models: the same for products of attention matrices along paths",
+        Claim("C4d", "the same for the attention sub-layer's own output",
+              claim_verdict("more", out["verdict"].tolist()),
+              _by_task(out, titles, "layer", "layer")).with_numbers(
+            out, figure="fig-trained-attention-output"),
+        Claim("C4e", "the same for products of attention matrices along paths",
               claim_verdict("more", path_full["verdict"].tolist()),
               " ".join(f"{s.removesuffix(', full model')}: {describe(g, 'depth')}"
-                       for s, g in path_full.groupby("setting", sort=False))),
+                       for s, g in path_full.groupby("setting", sort=False))).with_numbers(
+            path_full, figure="fig-trained-paths"),
     ]
 
 
-def analyse(models: dict[str, dict[str, Classifier]], tests: dict[str, Dataset], n_eval: int,
-            n_paths: int, seed: int, device,
-            path_variants=("full model", "without skip")) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Both measurements for every task -> {normalization -> model}: layer residuals under
-    every inference variant, and attention-path residuals under `path_variants` (each model
-    and variant is run once). Both tables have columns task, normalization, variant."""
-    residuals, paths = [], []
-    for task, by_name in models.items():
-        for name, model in by_name.items():
+def entropy_comparisons(attention: pd.DataFrame, unit: str = "seed") -> pd.DataFrame:
+    """Row entropy of the complete models' attention, Sinkhorn / softmax, per task and layer,
+    over the training seeds (parity within a factor 1.01: entropies are all near log n)."""
+    from .sinkhorn_vs_softmax import ENTROPY_MARGIN
+
+    return compare_table(attention, unit=unit, by=["task", "layer"], value="entropy",
+                         margin=ENTROPY_MARGIN)
+
+
+def trained_attention_claims(attention: pd.DataFrame, entropy: pd.DataFrame,
+                             titles: dict[str, str], tolerance: float = 1e-6,
+                             share: float = 0.99) -> list[Claim]:
+    """C2a on trained logits (at least `share` of the Sinkhorn models' attention matrices,
+    each (layer, input) counted with its worst head, have a row error below `tolerance`
+    after exactly 50 iterations), with the logit scale of each task's layers; and C9 on
+    trained models (`entropy_comparisons`)."""
+    sink = attention[attention["normalization"] == "sinkhorn"]
+    parts, ok = [], []
+    for task, g in sink.groupby("task", sort=False):
+        within = float((g["marginal_error"] < tolerance).mean())
+        ok.append(within >= share)
+        scale = g.groupby("layer")["logit_std"].median()
+        parts.append(f"{titles[task]}: {within:.1%} within {tolerance:g} (worst "
+                     f"{g['marginal_error'].max():.1e}); logit scale {scale.min():.2g}–"
+                     f"{scale.max():.2g} over layers")
+    from .sinkhorn_vs_softmax import entropy_sentence
+
+    return [
+        Claim("C2a", "50 iterations make the trained models' attention effectively doubly "
+              "stochastic", check_verdict(all(ok) if ok else None),
+              "Row error after exactly 50 iterations of the trained Sinkhorn models' own "
+              f"logits (check: at least {share:.0%} below {tolerance:g}): " + "; ".join(parts)
+              + ".").with_numbers(number=float((sink["marginal_error"] < tolerance).mean())
+                                  if len(sink) else None, figure="fig-trained-attention"),
+        Claim("C9", "doubly stochastic attention spreads attention more evenly (trained models)",
+              claim_verdict("more", entropy["verdict"].tolist()),
+              " ".join(f"{titles[t]}: {entropy_sentence(g, 'layer', 'layer')}"
+                       for t, g in entropy.groupby("task", sort=False))).with_numbers(
+            entropy, figure="fig-trained-attention"),
+    ]
+
+
+@dataclass
+class Analysis:
+    """Chapter 5's measurements of the trained models, as long tables with columns task,
+    normalization, seed (the training seed: the unit of every comparison) and variant:
+    `hidden` (block outputs: residual, and relative to layer 0), `attention_output` (the
+    attention sub-layer's outputs), `paths` (rank-1 residual of attention products), and
+    `attention` (the complete models' attention per layer: entropy, logit scale, the
+    Sinkhorn models' marginal error after exactly 50 iterations)."""
+
+    hidden: pd.DataFrame
+    attention_output: pd.DataFrame
+    paths: pd.DataFrame
+    attention: pd.DataFrame
+    shapes: dict[str, tuple[int, int, int]]  # task -> (layers, heads, tokens) of its attention
+
+
+def analyse(models: dict[str, dict[tuple[str, int], Classifier]], tests: dict[str, Dataset],
+            n_eval: int, n_paths: int, seed: int, n_iter: int = 50,
+            path_variants=("full model", "without skip")) -> Analysis:
+    """Every measurement for every task -> {(normalization, training seed) -> model}, each
+    model and variant run once on the first `n_eval` test inputs, in float64 (a copy of the
+    model: the weights are the trained float32 ones), so that the rounding floor is
+    float64's."""
+    tables = {k: [] for k in ("hidden", "attention_output", "paths", "attention")}
+    shapes = {}
+    for task, by_model in models.items():
+        for (name, train_seed), model in by_model.items():
+            exact = copy.deepcopy(model).double()
             for variant, switches in VARIANTS.items():
-                out, mask = record(model, tests[task], n_eval, switches)
-                labels = dict(task=task, normalization=name, variant=variant)
-                residuals.append(layer_residuals(out, mask).assign(**labels))
+                out, mask = record(exact, tests[task], n_eval, switches)
+                layers, _, heads, tokens, _ = out.attention.shape
+                shapes[task] = (layers, heads, tokens)
+                labels = dict(task=task, normalization=name, seed=train_seed, variant=variant)
+                tables["hidden"].append(hidden_residuals(out, mask).assign(**labels))
+                tables["attention_output"].append(output_residuals(out, mask).assign(**labels))
                 if variant in path_variants:
-                    paths.append(attention_paths(out, mask, n_paths, seed).assign(**labels))
-    return pd.concat(residuals, ignore_index=True), pd.concat(paths, ignore_index=True)
+                    tables["paths"].append(
+                        attention_paths(out, mask, n_paths, seed).assign(**labels))
+                if variant == "full model":
+                    tables["attention"].append(attention_statistics(
+                        out, mask, n_iter, name == "sinkhorn").assign(**labels))
+    return Analysis(**{k: pd.concat(v, ignore_index=True) for k, v in tables.items()},
+                    shapes=shapes)
