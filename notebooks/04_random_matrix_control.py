@@ -44,7 +44,7 @@ import torch
 from rankcollapse import plots
 from rankcollapse.experiments import random_matrix_control as rm
 from rankcollapse.measures import rounding_floor
-from rankcollapse.stats import LEVEL, MARGIN
+from rankcollapse.stats import LEVEL, MARGIN, describe
 
 layers, heads, n = settings.depth, settings.n_heads, settings.n_tokens
 batch, depths = 8, range(1, settings.depth + 1)
@@ -143,6 +143,37 @@ chapter.glue({f"ch4_{k}_{f}": getattr(advantage[advantage.setting == label].rati
 # products. (One possible reason, not tested here: a doubly stochastic product keeps the
 # uniform vector fixed on both sides, a row-stochastic one only on one side.)
 #
+# ### Other logit scales and sizes
+#
+# One logit scale and one size could be a special case. The same control is repeated for
+# $n$ = {glue:text}`ch4_sweep_sizes` tokens and logit scales $\sigma$ =
+# {glue:text}`ch4_sweep_scales`, at path depths {glue:text}`ch4_sweep_depths`, each cell
+# over {glue:text}`ch4_pools` independent pools.
+#
+# ```{admonition} Beyond the paper
+# :class: note
+# The paper shows the control at one setting; this sweep is the book's addition.
+# ```
+
+# %%
+sizes, scales, sweep_depths = (n // 2, n, 2 * n), (0.5, 1.0, 2.0, 4.0), (2, layers // 2, layers)
+sweep = rm.control_sweep(layers, batch, heads, sizes, scales, sweep_depths, settings.n_pools,
+                         settings.paths_per_pool, seed, settings.n_iter)
+
+# %% tags=["remove-cell"]
+chapter.glue_text({"ch4_sweep_sizes": ", ".join(map(str, sizes)),
+                   "ch4_sweep_scales": ", ".join(f"{s:g}" for s in scales),
+                   "ch4_sweep_depths": ", ".join(map(str, sweep_depths)),
+                   "ch4_sweep_verdict": rm.sweep_sentence(sweep)})
+
+# %% mystnb={"figure": {"caption": "The control over logit scales (horizontal, log scale) and sizes $n$ (line colours): ratio Sinkhorn / softmax of the median rank-1 residual of path products, geometric mean over independent pools with its 95% bootstrap interval over pools, one panel per path depth. Above 1 Sinkhorn keeps more rank; the grey band is the parity margin.", "name": "fig-control-sweep"}}
+chapter.show(plots.sweep_figure(sweep), "fig-control-sweep", sweep)
+
+# %% [markdown]
+# {glue:md}`ch4_sweep_verdict` ({numref}`fig-control-sweep`.) Where Sinkhorn keeps less, its
+# random products reach rank one faster than softmax's; the gap grows with depth and with
+# the logit scale.
+#
 # ## The hypothesis, test (a): correlated random logits
 #
 # If correlation between the layers' logits were enough, correlated random logits should
@@ -215,9 +246,48 @@ chapter.show(plots.ratio_figure(net_adv.dropna(subset=["low"]), list(chains), fi
 # These lines are to be read against the random control above: depths where a network with
 # skip connections finds Sinkhorn ahead and the independent random matrices do not are what
 # the chain structure (each layer's attention computed from the previous layer's output)
-# adds; the claim C6d in the box below counts them, from depth 2 on. These networks are
-# untrained and, in the `ci` profile, small; chapter 5 asks the same question of trained
-# models.
+# adds; the claim C6d in the box below counts them, from depth 2 on.
+#
+# ## The hypothesis, test (c): the hidden states themselves
+#
+# Path products are the paper's device; what a network passes on is its hidden state. The
+# direct test therefore measures chapter 1's relative residual of the hidden states of
+# random networks with skip connections and pre-LayerNorm (no FFN), softmax against Sinkhorn
+# on the same weights and inputs, at logit scales {glue:text}`ch4_hidden_scales`, computed
+# in float64. The unit is the network: {glue:text}`ch4_pools` independent weight draws per
+# scale, each summarised by its median over {glue:text}`ch4_hidden_inputs` random inputs
+# (the same inputs for every network).
+
+# %%
+hidden_scales = (0.5, 1.0, 2.0, 4.0)
+hidden = rm.hidden_state_test(settings.d_model, heads, layers, settings.n_samples, n,
+                              hidden_scales, settings.n_pools, seed, settings.n_iter,
+                              chapter.device)
+
+# %% tags=["remove-cell"]
+chapter.glue_text({"ch4_hidden_scales": ", ".join(f"{s:g}" for s in hidden_scales),
+                   **{f"ch4_hidden_{s:g}": describe(g, "layer", "layer")
+                      for s, g in hidden.groupby("logit_std")}})
+chapter.glue({"ch4_hidden_inputs": settings.n_samples,
+              "ch4_hidden_min": hidden["ratio"].min(), "ch4_hidden_max": hidden["ratio"].max()})
+
+# %% mystnb={"figure": {"caption": "Test (c): ratio Sinkhorn / softmax of the relative residual of the hidden states against the layer, random-weight networks with skip connections and pre-LayerNorm (no FFN), four logit scales (line colours); geometric mean over independent networks with its 95% bootstrap interval; grey band: the parity margin. Above 1 Sinkhorn keeps more rank.", "name": "fig-hidden-test"}}
+chapter.show(plots.ratio_figure(hidden.assign(setting=hidden["logit_std"].map("logit scale {:g}".format)),
+                                x="layer", xlabel="layer $l$"), "fig-hidden-test", hidden)
+
+# %% [markdown]
+# The ratio stays between {glue:text}`ch4_hidden_min:.3f` and
+# {glue:text}`ch4_hidden_max:.3f` ({numref}`fig-hidden-test`):
+#
+# - logit scale 0.5: {glue:md}`ch4_hidden_0.5`
+# - logit scale 1: {glue:md}`ch4_hidden_1`
+# - logit scale 2: {glue:md}`ch4_hidden_2`
+# - logit scale 4: {glue:md}`ch4_hidden_4`
+#
+# A verdict of *more* at some layer would be the input dependence of the hypothesis at
+# work in the hidden states; C6d in the box below counts these layers together with the
+# path products of test (b). These networks are untrained and, in the `ci` profile, small;
+# chapter 5 asks the same question of trained models.
 #
 # ````{admonition} What this chapter finds
 # :class: tip
@@ -231,4 +301,5 @@ chapter.show(plots.ratio_figure(net_adv.dropna(subset=["low"]), list(chains), fi
 # %% tags=["remove-cell"]
 chapter.glue_claims("ch4_claims", rm.claims(
     pd.concat([advantage, net_adv]), "independent", "independent, half identity",
-    [label for label in chains if label.startswith("skip")]))
+    [label for label in chains if label.startswith("skip")], sweep, hidden),
+    "04_random_matrix_control")
