@@ -77,7 +77,10 @@ def _plain(caption: str) -> str:
 def entry(fig: Figure, base: str, year: str) -> str:
     """One figure's block of the page (MyST markdown with raw HTML for links and images)."""
     link = f"chapters/{fig.chapter}.html#{fig.name}"
-    permalink = f"{base}book/{link}" if base else f"book/{link}"
+    commit = re.search(r"at commit (\S+?),", fig.caption)
+    # no public address configured: the figure's path in the book and the commit that made it
+    permalink = (f"{base}book/{link}" if base else f"book/{link}"
+                 + (f" (commit {commit[1]})" if commit else ""))
     downloads = " · ".join(f'<a href="../figures/{fig.name}.{fmt}">{fmt.upper()}</a>'
                            for fmt in FORMATS)
     title = _plain(fig.caption)
@@ -113,8 +116,10 @@ def write_figures_page(root: Path, chapters_dir: Path, toc: list[str], year: str
              "seed, device, library version and date that produced it (in its metadata; "
              "in the CSV as `#` header lines).", ""]
     if not base:
-        lines += ["The citations give each figure's path inside the book; prefix it with the "
-                  "address where the book is published.", ""]
+        lines += ["This build has no public address configured (`html.baseurl` in "
+                  "`_config.yml`), so each citation gives the figure's path inside the book "
+                  "and the commit that produced it; prefix the path with the address where "
+                  "the book is published.", ""]
     for chapter in dict.fromkeys(fig.chapter for fig in figures):
         group = [fig for fig in figures if fig.chapter == chapter]
         lines += [f"## {group[0].chapter_title}", ""] + [entry(fig, base, year) for fig in group]

@@ -43,6 +43,10 @@ from rankcollapse.profiles import get_profile
 from rankcollapse.trainings import seed_argument
 from rankcollapse_book.chapter import FIGURE_DIR, caption_note, fill_execution_time, find_root
 from rankcollapse_book.figures_page import FORMATS, PAGE, collect, write_figures_page
+from rankcollapse_book.ledger import JSON as LEDGER_JSON
+from rankcollapse_book.ledger import PAGE as LEDGER
+from rankcollapse_book.ledger import write_ledger
+from rankcollapse_book.reproduce_page import write_reproduce_parts
 
 KERNEL = "python3"
 ANSI_COLOR = re.compile(r"\x1b\[[0-9;]*m")
@@ -257,8 +261,16 @@ def toc_files(root: Path) -> list[str]:
 def build(project: Project) -> int:
     """Write the Figures page, build the HTML book with warnings as errors, then copy the
     figure exports to `_build/html/figures/`. Returns the exit status of jupyter-book."""
-    if str(PAGE.with_suffix("")) in toc_files(project.root):
-        write_figures_page(project.root, project.chapters, toc_files(project.root))
+    toc = toc_files(project.root)
+    if str(PAGE.with_suffix("")) in toc:
+        write_figures_page(project.root, project.chapters, toc)
+    chapters = [Path(f).name for f in toc if f.startswith("book/chapters/")]
+    records = {c: read_record(project, c) for c in chapters}
+    if str(LEDGER.with_suffix("")) in toc:
+        profiles = {r["parameters"]["profile"] for r in records.values() if r}
+        write_ledger(project.root, chapters, ", ".join(sorted(profiles)) or "unknown")
+    if "book/reproduce" in toc:
+        write_reproduce_parts(project.root, records)
     missing = [f for f in toc_files(project.root)
                if not any((project.root / f).with_suffix(s).is_file() for s in (".md", ".ipynb"))
                or (f.startswith("book/chapters/") and read_record(project, Path(f).name) is None)]
@@ -274,6 +286,9 @@ def build(project: Project) -> int:
     if status == 0 and exports.is_dir():
         shutil.copytree(exports, project.root / "_build" / "html" / "figures",
                         dirs_exist_ok=True)
+    claims = project.root / "book" / LEDGER_JSON
+    if status == 0 and claims.is_file():
+        shutil.copy(claims, project.root / "_build" / "html" / LEDGER_JSON)
     return status
 
 

@@ -1,0 +1,129 @@
+"""The claims ledger: one row per claim of the paper, from the chapters' own claim records.
+
+Each chapter's summary box records its `stats.Claim` rows in
+`book/chapters/claims/<chapter>.json` when it runs (`chapter.Chapter.glue_claims`). At build
+time `write_ledger` turns them into the book's Claims page (`book/claims.md`), the findings
+summary the intro includes (`book/findings.md`) and `claims.json`, which `build` copies to
+`_build/html/claims.json`. A claim no chapter decides is listed as not testable here, with
+the reason below. Rows of one claim from several chapters are merged by
+`stats.merge_verdicts`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rankcollapse.files import atomic_write_text
+from rankcollapse.stats import CLAIM_VERDICTS, CLAIMS, merge_verdicts
+
+RECORDS = Path("book") / "chapters" / "claims"
+PAGE, FINDINGS, JSON = Path("book") / "claims.md", Path("book") / "findings.md", "claims.json"
+UNDECIDED = {  # why a claim has no chapter deciding it in this version of the book
+    "C5": "the `ci` profile trains smaller models on stand-in data; the `full` profile uses "
+          "the paper's sizes and datasets, and its verdict is that run's",
+    "C7": "the paper's limitations; training pure attention from scratch is not done yet",
+    "C10": "future work of the paper, not measured in this version",
+}
+
+
+def save_records(root: Path, chapter: str, profile: str, rows: list[dict]) -> Path:
+    """Write one chapter's claim rows (`Claim.record()`), atomically."""
+    rows = [{**row, "chapter": chapter, "profile": profile} for row in rows]
+    return atomic_write_text(root / RECORDS / f"{chapter}.json", json.dumps(rows, indent=1))
+
+
+def collect(root: Path, chapters: list[str]) -> list[dict]:
+    """Every claim row of the executed chapters, in the book's order."""
+    rows = []
+    for chapter in chapters:
+        path = root / RECORDS / f"{chapter}.json"
+        if path.is_file():
+            rows += json.loads(path.read_text())
+    return rows
+
+
+def ledger(rows: list[dict], profile: str) -> list[dict]:
+    """One row per claim id of `stats.CLAIMS`, in their order: the chapters' rows merged
+    (verdict by `merge_verdicts`; findings, chapters and figures joined; the number and
+    interval of the first part that has one), or not testable here with the reason."""
+    merged = []
+    for claim_id, text in CLAIMS.items():
+        parts = [r for r in rows if r["id"] == claim_id]
+        if not parts:
+            merged.append({"id": claim_id, "claim": text, "verdict": "not testable here",
+                           "finding": UNDECIDED.get(claim_id, "no chapter decides it yet") + ".",
+                           "number": None, "interval": None, "figure": None, "chapter": None,
+                           "profile": profile})
+            continue
+        numbered = next((p for p in parts if p.get("number") is not None), {})
+        merged.append({
+            "id": claim_id, "claim": text,
+            "verdict": merge_verdicts([p["verdict"] for p in parts]),
+            "finding": " ".join(f"{p['finding']}" for p in parts),
+            "number": numbered.get("number"), "interval": numbered.get("interval"),
+            "figure": ", ".join(dict.fromkeys(p["figure"] for p in parts if p.get("figure")))
+            or None,
+            "chapter": ", ".join(dict.fromkeys(p["chapter"] for p in parts)),
+            "profile": parts[0]["profile"]})
+    return merged
+
+
+def _number(row: dict) -> str:
+    if row["number"] is None:
+        return "–"
+    interval = f" ({row['interval'][0]:.3g}–{row['interval'][1]:.3g})" if row["interval"] else ""
+    return f"{row['number']:.3g}{interval}"
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def page(rows: list[dict]) -> str:
+    """The Claims page (MyST markdown)."""
+    lines = ["# Claims ledger", "",
+             "Every claim of the paper, its verdict on this build, the number that decided it "
+             "and where it is shown. The verdicts are computed by the chapters from their own "
+             "numbers with the rules stated in each chapter's summary box; nothing here is "
+             "typed by hand. For a claim decided by comparisons of softmax and Sinkhorn, the "
+             "number is the geometric mean of their ratios Sinkhorn / softmax (for C6c, random "
+             "/ trained products) and the range spans their intervals (a summary, not an "
+             "interval of its own); for a claim decided by a check, the checked value. "
+             f"The same rows are in `{JSON}` beside this page.", "",
+             "| id | claim | verdict | number (range) | figure | chapter |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        figures = ", ".join(f"{{numref}}`{f.strip()}`" for f in (r["figure"] or "").split(",")
+                            if f.strip()) or "–"
+        chapters = ", ".join(f"{{doc}}`chapters/{c.strip()}`"
+                             for c in (r["chapter"] or "").split(",") if c.strip()) or "–"
+        lines.append(f"| {r['id']} | {_cell(r['claim'])} | **{r['verdict']}** | {_number(r)} | "
+                     f"{figures} | {chapters} |")
+    lines += ["", "## Findings, claim by claim", ""]
+    lines += [f"- **{r['id']}** ({r['verdict']}): {_cell(r['finding'])}" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def findings(rows: list[dict], profile: str) -> str:
+    """The short findings summary the intro includes: claim ids per verdict, and one line on
+    what was not reproduced."""
+    by = {v: [r["id"] for r in rows if r["verdict"] == v] for v in CLAIM_VERDICTS}
+    lines = [f"On this build (profile `{profile}`), of the paper's {len(rows)} claims:", ""]
+    lines += [f"- **{v}**: {', '.join(ids)}" for v, ids in by.items() if ids]
+    failed = by["not reproduced"] + by["contradicted"]
+    lines += ["", ("Not reproduced or contradicted: " + ", ".join(failed) + "."
+                   if failed else "Every claim that could be tested here was reproduced, at "
+                   "least in part."),
+              "Each verdict, its number and its figure are in the {doc}`claims`."]
+    return "\n".join(lines) + "\n"
+
+
+def write_ledger(root: Path, chapters: list[str], profile: str) -> list[dict]:
+    """Write the Claims page, the findings summary and claims.json (in `book/`, for `build`
+    to copy); returns the rows."""
+    rows = ledger(collect(root, chapters), profile)
+    atomic_write_text(root / PAGE, page(rows))
+    atomic_write_text(root / FINDINGS, findings(rows, profile))
+    atomic_write_text(root / "book" / JSON, json.dumps(rows, indent=1))
+    return rows

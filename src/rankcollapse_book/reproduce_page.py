@@ -1,0 +1,82 @@
+"""The generated parts of the Reproduce page: the profiles' settings, from
+`rankcollapse.profiles`, and the chapters' execution times, from this build's run records.
+
+`write_reproduce_parts` writes `book/profiles.md` and `book/times.md`, which
+`book/reproduce.md` includes, so that neither table can drift from the code or the build.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from pathlib import Path
+
+from rankcollapse.files import atomic_write_text
+from rankcollapse.profiles import PROFILES, Profile
+
+PROFILES_PART, TIMES_PART = Path("book") / "profiles.md", Path("book") / "times.md"
+LABELS = {  # Profile field -> what it sets (chapter)
+    "n_tokens": "tokens per sequence, random inputs (chapters 1-4)",
+    "d_model": "width of the random-weight stacks (chapters 1, 2, 4)",
+    "n_heads": "attention heads, random-weight stacks",
+    "depth": "layers in random-weight stacks",
+    "n_iter": "Sinkhorn iterations",
+    "n_samples": "random inputs per setting",
+    "weight_draws": "random weight draws per setting (chapters 1, 2)",
+    "n_paths": "sampled attention paths per depth, trained models (chapter 5)",
+    "n_pools": "independent pools of random matrices or networks (chapters 4, 5)",
+    "paths_per_pool": "sampled paths per depth in each pool",
+    "train_seeds": "training seeds per task and normalization (chapter 5)",
+    "n_eval": "test inputs analysed per trained model (chapter 5)",
+}
+TASK_ROWS = {  # chapter 5, per task: label -> how to read it from the Task
+    "dataset": lambda t: f"`{t.dataset}`",
+    "layers, width, heads, FFN width": lambda t: f"{t.depth}, {t.d_model}, {t.n_heads}, {t.d_ff}",
+    "epochs, batch size, learning rate": lambda t: f"{t.epochs}, {t.batch_size}, {t.lr:g}",
+    "input": lambda t: (f"{t.max_len} tokens" if t.dataset in ("wordnet4", "ag_news") else
+                        f"{t.patch}x{t.patch} patches"
+                        + (f" of {t.image_size}x{t.image_size} images" if t.image_size else "")),
+}
+
+
+def _value(profile: Profile, name: str) -> str:
+    value = getattr(profile, name)
+    return ", ".join(map(str, value)) if isinstance(value, tuple) else str(value)
+
+
+def profiles_table(profiles: dict[str, Profile] = PROFILES) -> str:
+    """Every setting of every profile, chapter 5's tasks included (MyST markdown)."""
+    names = list(profiles)
+    head = ["| setting | " + " | ".join(f"`{n}`" for n in names) + " |",
+            "| --- |" + " --- |" * len(names)]
+    rows = [f"| {LABELS[f.name]} (`{f.name}`) | "
+            + " | ".join(_value(profiles[n], f.name) for n in names) + " |"
+            for f in fields(Profile) if f.name in LABELS]
+    roles = list(dict.fromkeys(r for p in profiles.values() for r in p.tasks))
+    for role in roles:
+        for label, read in TASK_ROWS.items():
+            rows.append(f"| chapter 5, task `{role}`: {label} | "
+                        + " | ".join(read(profiles[n].tasks[role]) if role in profiles[n].tasks
+                                     else "–" for n in names) + " |")
+    return "\n".join(head + rows) + "\n"
+
+
+def times_table(records: dict[str, dict | None]) -> str:
+    """The chapters' execution times as recorded by the run that produced this build."""
+    lines = ["| chapter | executed in | profile | device |", "| --- | --- | --- | --- |"]
+    total = 0.0
+    for chapter, record in records.items():
+        if not record:
+            lines.append(f"| {chapter} | not executed | – | – |")
+            continue
+        total += record["seconds"]
+        parameters = record.get("parameters", {})
+        lines.append(f"| {chapter} | {record['seconds']:.0f} s | "
+                     f"`{parameters.get('profile', '?')}` | {parameters.get('device', '?')} |")
+    lines.append(f"| **all chapters** | **{total / 60:.1f} min** | | |")
+    return "\n".join(lines) + "\n"
+
+
+def write_reproduce_parts(root: Path, records: dict[str, dict | None]) -> None:
+    """Write the two parts `book/reproduce.md` includes."""
+    atomic_write_text(root / PROFILES_PART, profiles_table())
+    atomic_write_text(root / TIMES_PART, times_table(records))
