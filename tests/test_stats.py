@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rankcollapse.stats import (MARGIN, Claim, check_verdict, claim_verdict, compare,
-                                compare_groups, compare_table, describe, loglog_slope, ranges, unit_values,
-                                verdict_of)
+                                compare_groups, compare_table, describe, loglog_slope, ranges,
+                                t_quantile, unit_values, verdict_of)
 
 rng = np.random.default_rng(0)
 BASE = rng.lognormal(size=24)  # softmax residuals of 24 independent units
@@ -83,6 +83,25 @@ def test_unpaired_groups_are_resampled_each_on_its_own():
     assert floored.excluded == 1 and floored.verdict == "more"
     with pytest.raises(ValueError, match="non-negative"):
         compare_groups([-1.0, 1.0, 1.0], [1.0, 1.0, 1.0])
+
+
+@pytest.mark.parametrize("p, df, table", [(0.975, 1, 12.706), (0.975, 2, 4.303),
+                                           (0.975, 4, 2.776), (0.95, 10, 1.812),
+                                           (0.995, 20, 2.845)])
+def test_t_quantiles_match_the_printed_table(p, df, table):
+    assert t_quantile(p, df) == pytest.approx(table, abs=1e-3)
+
+
+def test_few_units_get_a_t_interval_not_a_bootstrap():
+    logs = np.log([1.5, 2.0, 3.0])
+    c = compare(np.ones(3), np.exp(logs))
+    half = 4.303 * logs.std(ddof=1) / np.sqrt(3)
+    assert np.log(c.low) == pytest.approx(logs.mean() - half, abs=1e-3)
+    assert np.log(c.high) == pytest.approx(logs.mean() + half, abs=1e-3)
+    assert c.low < 1.5  # wider than the range of the three values
+    assert c.verdict == "inconclusive"  # the three ratios are above 1, but three is few
+    many = compare(np.ones(12), np.exp(np.tile(logs, 4)))
+    assert many.verdict == "more"  # the bootstrap from BOOTSTRAP_UNITS units on
 
 
 def test_bad_input_is_refused():

@@ -9,8 +9,11 @@ by their median, so that they count once: overlapping paths from one pool are no
 and are never resampled as if they were.
 
 The rule. For each unit, the log ratio Sinkhorn / softmax of its two (paired) values; the
-estimate is their mean (a geometric-mean ratio), with a percentile bootstrap interval over
-units (`LEVEL`, `N_BOOT` resamples). Then, in this order:
+estimate is their mean (a geometric-mean ratio), with a `LEVEL` interval over units: a
+percentile bootstrap (`N_BOOT` resamples) from `BOOTSTRAP_UNITS` units on, and below that a
+Student-t interval of the mean log ratio (with three units the bootstrap interval is about
+the range of the three values and covers far less often than it claims; the t interval is
+wide, as it should be). Then, in this order:
 
 - **parity**: the whole interval lies within the equivalence margin, a factor `1 + m` of 1,
   `[1 / (1 + m), 1 + m]` (`MARGIN` m = 0.1: between 0.909 and 1.1);
@@ -26,6 +29,7 @@ units are at the floor, the few left are a selection, not a sample: no verdict t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -35,6 +39,7 @@ MARGIN = 0.1
 LEVEL = 0.95
 N_BOOT = 2000
 MIN_UNITS = 3
+BOOTSTRAP_UNITS = 10  # fewer units: Student-t interval instead of the bootstrap
 VERDICTS = ("more", "less", "parity", "inconclusive")
 # How each comparison verdict reads in a sentence.
 WORDS = {"more": "Sinkhorn keeps more", "less": "Sinkhorn keeps less",
@@ -97,17 +102,47 @@ def compare(softmax, sinkhorn, *, margin: float = MARGIN, floor: float = 0.0,
     excluded = int((~keep).sum())
     if len(logs) < MIN_UNITS or excluded > len(logs):
         return _no_interval(logs.mean() if len(logs) else np.nan, len(logs), excluded, margin)
+    if len(logs) < BOOTSTRAP_UNITS:
+        half = t_quantile(0.5 + level / 2, len(logs) - 1) * logs.std(ddof=1) / np.sqrt(len(logs))
+        low, high = np.exp(logs.mean() - half), np.exp(logs.mean() + half)
+        return Comparison(float(np.exp(logs.mean())), float(low), float(high), len(logs),
+                          excluded, margin, verdict_of(low, high, margin))
     rng = np.random.default_rng(seed)
     boot = logs[rng.integers(0, len(logs), (n_boot, len(logs)))].mean(axis=1)
     return _with_interval(logs.mean(), boot, len(logs), excluded, margin, level)
+
+
+def t_quantile(p: float, df: int) -> float:
+    """The `p` quantile (p > 0.5) of Student's t distribution with `df` degrees of freedom:
+    bisection on its CDF, integrated numerically (Simpson's rule) from the density."""
+    if not 0.5 < p < 1 or df < 1:
+        raise ValueError(f"need 0.5 < p < 1 and df >= 1; got p={p}, df={df}")
+    log_norm = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+
+    def cdf(t: float) -> float:  # P(T <= t) for t >= 0, via the substitution x = atan(u)
+        x = np.linspace(0.0, math.atan(t), 2001)
+        u = np.tan(x)
+        density = np.exp(log_norm - (df + 1) / 2 * np.log1p(u**2 / df)) * (1 + u**2)
+        h = x[1] - x[0]
+        return 0.5 + h / 3 * (density[0] + density[-1] + 4 * density[1:-1:2].sum()
+                               + 2 * density[2:-1:2].sum())
+
+    low, high = 0.0, 1.0
+    while cdf(high) < p:
+        high *= 2
+    for _ in range(60):
+        mid = (low + high) / 2
+        low, high = (mid, high) if cdf(mid) < p else (low, mid)
+    return (low + high) / 2
 
 
 def compare_groups(reference, other, *, margin: float = MARGIN, floor: float = 0.0,
                    n_boot: int = N_BOOT, seed: int = 0, level: float = LEVEL) -> Comparison:
     """Compare two independent groups of positive values (not paired: random matrices
     against trained models, say): the ratio of geometric means `other` / `reference`, with a
-    bootstrap interval that resamples each group on its own; values <= `floor` or not finite
-    are left out. `units` counts the smaller group; the verdict words read "other keeps
+    bootstrap interval that resamples each group on its own (Welch's t interval when the
+    smaller group has fewer than `BOOTSTRAP_UNITS`); values <= `floor` or not finite are
+    left out. `units` counts the smaller group; the verdict words read "other keeps
     more" for a ratio above 1."""
     groups = [np.asarray(v, float) for v in (reference, other)]
     if any(g.ndim != 1 for g in groups):
@@ -120,10 +155,19 @@ def compare_groups(reference, other, *, margin: float = MARGIN, floor: float = 0
     if units < MIN_UNITS or excluded > units:
         gap = kept[1].mean() - kept[0].mean() if units else np.nan
         return _no_interval(gap, units, excluded, margin)
+    gap = kept[1].mean() - kept[0].mean()
+    if units < BOOTSTRAP_UNITS:  # Welch's t interval, as `compare` does for few units
+        var = [k.var(ddof=1) / len(k) for k in kept]
+        half = 0.0  # both groups constant: no spread to speak of
+        if sum(var) > 0:
+            df = sum(var) ** 2 / sum(v**2 / (len(k) - 1) for v, k in zip(var, kept))
+            half = t_quantile(0.5 + level / 2, max(1, int(df))) * math.sqrt(sum(var))
+        low, high = math.exp(gap - half), math.exp(gap + half)
+        return Comparison(float(math.exp(gap)), low, high, units, excluded, margin,
+                          verdict_of(low, high, margin))
     rng = np.random.default_rng(seed)
     boot = [k[rng.integers(0, len(k), (n_boot, len(k)))].mean(axis=1) for k in kept]
-    return _with_interval(kept[1].mean() - kept[0].mean(), boot[1] - boot[0], units, excluded,
-                          margin, level)
+    return _with_interval(gap, boot[1] - boot[0], units, excluded, margin, level)
 
 
 def _no_interval(log_ratio: float, units: int, excluded: int, margin: float) -> Comparison:
