@@ -43,6 +43,7 @@ def test_a_good_page_passes(tmp_path):
     ('<link rel="preload" href="https://fonts.example.org/f.woff2">', "from another host"),
     ('<p>\\(x^2\\) was not typeset</p>', "raw TeX"),
     ('<p>the residual $r(X)$ was not parsed</p>', "was not parsed"),
+    ('<p>for n = &lt;IPython.core.display.Markdown object&gt; tokens</p>', "was glued"),
 ])
 def test_each_kind_of_problem_is_reported(tmp_path, bad, expected):
     found = problems(tmp_path, GOOD.replace("</body>", bad + "</body>"))

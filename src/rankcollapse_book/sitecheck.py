@@ -6,8 +6,10 @@ Every HTML page is loaded in headless Chromium (after its scripts, MathJax inclu
 `--dump-dom` with a virtual-time budget), with every host but the local files unreachable. In
 the rendered page: every internal link and image must resolve to a file of the site (and a
 `#fragment` to an element id of that page), no script or stylesheet may come from another
-host (the book must render offline), and no raw TeX may be left (`\\(`, `\\[`, `$$` outside code); a redirect must stay on the site. Screenshots of the
-intro and of one chapter are kept. Exit status 1 when anything is wrong, with one line per
+host (the book must render offline), no raw TeX may be left (`\\(`, `\\[`, `$$` outside
+code), no Python object stood in for a glued value (`<IPython.core.display.Markdown
+object>`), and a redirect must stay on the site. Screenshots of the intro, of one chapter
+and of the claims ledger are kept. Exit status 1 when anything is wrong, with one line per
 problem; a missing or empty site is an error too.
 """
 
@@ -32,9 +34,12 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run
 OFFLINE_FLAGS = ["--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9",
                  "--proxy-bypass-list=<-loopback>"]
 SCREENSHOTS = {"intro.png": "book/intro.html",
-               "chapter.png": "book/chapters/03_linearized_bound.html"}
+               "chapter.png": "book/chapters/03_linearized_bound.html",
+               "claims.png": "book/claims.html",
+               "trained.png": "book/chapters/05_trained_models.html"}
 RAW_TEX = ("\\(", "\\[", "$$")
 RAW_DOLLAR = re.compile(r"\$[^$\s][^$\n]{0,80}\$")  # $x^2$ left as text
+LEAKED_REPR = re.compile(r"<[\w.]+ object(?: at 0x[0-9a-f]+)?>")  # a repr, not a value
 REDIRECT = re.compile(r'<meta http-equiv="Refresh" content="\d+; url=([^"]+)"', re.I)
 
 
@@ -120,6 +125,8 @@ def check_page(page: Path, html: str, site: Path, ids_cache: dict) -> tuple[list
                  for tex in RAW_TEX if tex in text]
     problems += [f"{where}: raw TeX {m[0]!r} left in the page (math was not parsed)"
                  for m in RAW_DOLLAR.finditer(text)][:3]
+    problems += [f"{where}: {m[0]!r} in the page (an object was glued where text was meant)"
+                 for m in LEAKED_REPR.finditer(text)][:3]
     return problems, {"links": len(found.links), "images": len(found.images),
                       "math": html.count("<mjx-container")}
 
