@@ -3,17 +3,21 @@ findings summary and claims.json say the same."""
 
 import json
 
+import pytest
+
 from rankcollapse.stats import CLAIMS, Claim
 from rankcollapse_book.ledger import (FINDINGS, JSON, PAGE, collect, findings, ledger,
-                                      save_records, write_ledger)
+                                      readable, save_records, write_ledger)
 
 
 def records(tmp_path):
-    ch2 = [Claim("C2a", "random logits", "reproduced", "Random: fine.").with_numbers(number=1e-9),
+    ch2 = [Claim("C2a", "random logits", "reproduced", "Random: fine.").with_numbers(
+               number=1e-9, measure="largest row error"),
            Claim("C9", "entropy", "partly reproduced", "Random: partly.")]
     ch5 = [Claim("C2a", "trained logits", "not reproduced", "Trained: no.",
                  figure="fig-trained-attention"),
-           Claim("C4a", "hidden", "contradicted", "Lower.").with_numbers(number=0.8)]
+           Claim("C4a", "hidden", "contradicted", "Lower.").with_numbers(
+               number=0.8, measure="a ratio")]
     save_records(tmp_path, "02_two", "ci", [c.record() for c in ch2])
     save_records(tmp_path, "05_five", "ci", [c.record() for c in ch5])
 
@@ -25,6 +29,7 @@ def test_every_claim_gets_one_row_and_parts_are_merged(tmp_path):
     by_id = {r["id"]: r for r in rows}
     assert by_id["C2a"]["verdict"] == "partly reproduced"  # reproduced + not reproduced
     assert by_id["C2a"]["chapter"] == "02_two, 05_five" and by_id["C2a"]["number"] == 1e-9
+    assert by_id["C2a"]["measure"] == "largest row error"  # with the number it describes
     assert by_id["C2a"]["finding"] == "Random: fine. Trained: no."
     assert by_id["C4a"]["verdict"] == "contradicted" and by_id["C4a"]["profile"] == "ci"
     assert by_id["C10"]["verdict"] == "not testable here" and by_id["C10"]["chapter"] is None
@@ -36,11 +41,22 @@ def test_page_findings_and_json_agree(tmp_path):
     page = (tmp_path / PAGE).read_text()
     assert "| C4a |" in page and "**contradicted**" in page and "{numref}`fig-trained-attention`" in page
     assert "{doc}`chapters/05_five`" in page
+    assert "| 10⁻⁹ | largest row error |" in page  # powers of ten written for a reader
     summary = (tmp_path / FINDINGS).read_text()
     assert "- **contradicted**: C4a" in summary and "Not reproduced or contradicted: C4a." in summary
     saved = json.loads((tmp_path / "book" / JSON).read_text())
     assert saved == rows
-    assert set(saved[0]) >= {"id", "claim", "verdict", "number", "interval", "figure", "chapter",
-                             "profile"}
+    assert set(saved[0]) >= {"id", "claim", "verdict", "number", "interval", "measure",
+                             "figure", "chapter", "profile"}
     clean = findings([dict(r, verdict="reproduced") for r in rows], "ci")
     assert "Every claim that could be tested here was reproduced" in clean
+
+
+def test_numbers_read_as_a_reader_writes_them():
+    assert [readable(x) for x in (0.5, 5.99, 1234.5, 2.5e-7, 1e9, -3.2e5, 0.0)] == \
+        ["0.5", "5.99", "1234", "2.5×10⁻⁷", "10⁹", "-3.2×10⁵", "0"]
+
+
+def test_a_checked_number_must_say_what_it_is():
+    with pytest.raises(ValueError, match="say what the checked number is"):
+        Claim("C1", "collapse", "reproduced", "Yes.").with_numbers(number=1e-9)

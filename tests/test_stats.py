@@ -184,7 +184,7 @@ def test_claim_numbers_records_and_merged_verdicts():
     record = claim.record()
     assert record["number"] == pytest.approx(1.0) and record["interval"] == [0.4, 2.5]
     assert record["figure"] == "fig-x" and record["id"] == "C4a"
-    assert Claim("C1", "c", "reproduced", "").with_numbers(number=3.0).record()["number"] == 3.0
+    assert Claim("C1", "c", "reproduced", "").with_numbers(number=3.0, measure="a slope").record()["number"] == 3.0
     with pytest.raises(ValueError, match="unknown claim id"):
         Claim("C99", "c", "reproduced", "")
     assert merge_verdicts(["reproduced", "reproduced"]) == "reproduced"

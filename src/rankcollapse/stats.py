@@ -60,16 +60,18 @@ class Comparison:
     margin: float
     verdict: str
 
-    def summary(self) -> str:
-        """'Sinkhorn keeps more (ratio 1.32, 95% interval 1.10-1.58, 8 units)'."""
+    def summary(self, unit: str = "units", words: dict[str, str] | None = None) -> str:
+        """'Sinkhorn keeps more (ratio 1.32, 95% interval 1.10-1.58, 8 units)': the
+        verdict in `words` (default `WORDS`), the units named `unit`."""
+        said = (words or WORDS)[self.verdict]
         if not np.isfinite(self.ratio):
-            return f"{WORDS[self.verdict]} (no ratio: {self.units} usable units)"
+            return f"{said} (no ratio: {self.units} usable {unit})"
         if not (np.isfinite(self.low) and np.isfinite(self.high)):
-            return (f"{WORDS[self.verdict]} (ratio {self.ratio:.3g} from {self.units} units, "
+            return (f"{said} (ratio {self.ratio:.3g} from {self.units} {unit}, "
                     f"{self.excluded} left out: no interval)")
         left_out = f", {self.excluded} left out at the rounding floor" if self.excluded else ""
-        return (f"{WORDS[self.verdict]} (ratio {self.ratio:.3g}, {LEVEL:.0%} interval "
-                f"{self.low:.3g}–{self.high:.3g}, {self.units} units{left_out})")
+        return (f"{said} (ratio {self.ratio:.3g}, {LEVEL:.0%} interval "
+                f"{self.low:.3g}–{self.high:.3g}, {self.units} {unit}{left_out})")
 
 
 def verdict_of(low: float, high: float, margin: float = MARGIN) -> str:
@@ -294,7 +296,8 @@ CLAIMS = {
 COMPARISON_RULE = (
     "Each comparison is Sinkhorn / softmax over independent units (weight draws, pools of "
     "random matrices, networks or test inputs), as the geometric mean of paired ratios with a "
-    f"{LEVEL:.0%} bootstrap interval over units; *parity* when the whole interval lies within "
+    f"{LEVEL:.0%} interval over units (Student's t below {BOOTSTRAP_UNITS} units, a "
+    "bootstrap from there on); *parity* when the whole interval lies within "
     f"a factor {1 + MARGIN:g} of 1 (between {1 / (1 + MARGIN):.3f} and {1 + MARGIN:g}, unless "
     "another margin is stated; parity takes precedence even if the interval excludes 1), "
     "*Sinkhorn keeps more* (*less*) when it lies above (below) 1, *inconclusive* otherwise, "
@@ -357,7 +360,8 @@ class Claim:
     """One claim of the paper (id from `CLAIMS`), its verdict and the finding that decided
     it, in words generated from the run's numbers; `number` and `interval` are the deciding
     number (for a softmax/Sinkhorn comparison the ratio Sinkhorn / softmax: see
-    `summarise`) and `figure` the figure that shows it."""
+    `summarise`), `measure` says in words what that number is, and `figure` is the figure
+    that shows it."""
 
     id: str
     claim: str
@@ -366,6 +370,7 @@ class Claim:
     number: float | None = None
     interval: tuple[float, float] | None = None
     figure: str | None = None
+    measure: str | None = None
 
     def __post_init__(self):
         if self.verdict not in CLAIM_VERDICTS:
@@ -375,20 +380,25 @@ class Claim:
             raise ValueError(f"unknown claim id {self.id!r}; the claims are {', '.join(CLAIMS)}")
 
     def with_numbers(self, comparisons: pd.DataFrame | None = None, number: float | None = None,
-                     figure: str | None = None) -> Claim:
+                     figure: str | None = None, measure: str | None = None) -> Claim:
         """This claim with its deciding number: from `comparisons` (rows of
-        `compare_table`, see `summarise`) or a single checked `number`; and its figure."""
+        `compare_table`, see `summarise`; `measure` then defaults to the ratio Sinkhorn /
+        softmax) or a single checked `number` (its `measure` must be said); and its figure."""
         interval = None
         if comparisons is not None:
             number, interval = summarise(comparisons)
-        return replace(self, number=number, interval=interval, figure=figure or self.figure)
+            measure = measure or "Sinkhorn / softmax, geometric mean of the ratios"
+        elif number is not None and not measure:
+            raise ValueError(f"{self.id}: say what the checked number is (measure=...)")
+        return replace(self, number=number, interval=interval, figure=figure or self.figure,
+                       measure=measure)
 
     def record(self) -> dict:
         """The claim as a plain dict (for the claims ledger and claims.json)."""
         return {"id": self.id, "claim": self.claim, "verdict": self.verdict,
                 "finding": self.finding, "number": self.number,
                 "interval": list(self.interval) if self.interval else None,
-                "figure": self.figure}
+                "figure": self.figure, "measure": self.measure}
 
     def markdown(self) -> str:
         return f"- **{self.id}** {self.claim}: **{self.verdict}**. {self.finding}"

@@ -53,7 +53,8 @@ def ledger(rows: list[dict], profile: str) -> list[dict]:
         if not parts:
             merged.append({"id": claim_id, "claim": text, "verdict": "not testable here",
                            "finding": UNDECIDED.get(claim_id, "no chapter decides it yet") + ".",
-                           "number": None, "interval": None, "figure": None, "chapter": None,
+                           "number": None, "interval": None, "measure": None, "figure": None,
+                           "chapter": None,
                            "profile": profile})
             continue
         numbered = next((p for p in parts if p.get("number") is not None), {})
@@ -62,6 +63,7 @@ def ledger(rows: list[dict], profile: str) -> list[dict]:
             "verdict": merge_verdicts([p["verdict"] for p in parts]),
             "finding": " ".join(f"{p['finding']}" for p in parts),
             "number": numbered.get("number"), "interval": numbered.get("interval"),
+            "measure": numbered.get("measure"),
             "figure": ", ".join(dict.fromkeys(p["figure"] for p in parts if p.get("figure")))
             or None,
             "chapter": ", ".join(dict.fromkeys(p["chapter"] for p in parts)),
@@ -69,14 +71,34 @@ def ledger(rows: list[dict], profile: str) -> list[dict]:
     return merged
 
 
+SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def readable(x: float) -> str:
+    """A number for a reader: three significant digits, and powers of ten written out
+    (1.2×10⁻⁷, not 1.2e-07) outside 0.001–10000."""
+    if x != x or x in (float("inf"), float("-inf")):
+        return str(x)
+    if x == 0 or 1e-3 <= abs(x) < 1e3:
+        return f"{x:.3g}"
+    if 1e3 <= abs(x) < 1e4:
+        return f"{x:.0f}"
+    mantissa, exponent = f"{x:.2e}".split("e")
+    mantissa = mantissa.rstrip("0").rstrip(".")
+    power = f"10{str(int(exponent)).translate(SUPERSCRIPT)}"
+    return power if mantissa == "1" else f"{mantissa}×{power}"
+
+
 def _number(row: dict) -> str:
     if row["number"] is None:
         return "–"
-    interval = f" ({row['interval'][0]:.3g}–{row['interval'][1]:.3g})" if row["interval"] else ""
-    return f"{row['number']:.3g}{interval}"
+    interval = (f" ({readable(row['interval'][0])}–{readable(row['interval'][1])})"
+                if row["interval"] else "")
+    return f"{readable(row['number'])}{interval}"
 
 
 def _cell(text: str) -> str:
+    """Text for a Markdown table cell: pipes escaped, on one line."""
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
@@ -86,22 +108,25 @@ def page(rows: list[dict]) -> str:
              "Every claim of the paper, its verdict on this build, the number that decided it "
              "and where it is shown. The verdicts are computed by the chapters from their own "
              "numbers with the rules stated in each chapter's summary box; nothing here is "
-             "typed by hand. For a claim decided by comparisons of softmax and Sinkhorn, the "
-             "number is the geometric mean of their ratios Sinkhorn / softmax (for C6c, random "
-             "/ trained products) and the range spans their intervals (a summary, not an "
-             "interval of its own); for a claim decided by a check, the checked value. "
+             "typed by hand. The column *what the number is* says, row by row, what the "
+             "number measures. For a claim decided by comparisons, it is the geometric mean "
+             "of their ratios and the range spans their intervals (a summary over several "
+             "comparisons, not an interval of its own; a range of many powers of ten comes "
+             "from comparisons near the rounding floor, where ratios mean little); for a "
+             "claim decided by a check, the checked value. "
              f"The same rows are in `{JSON}` beside this page.", "",
-             "| id | claim | verdict | number (range) | figure | chapter |",
-             "|---|---|---|---|---|---|"]
+             "| id | claim | verdict | number (range) | what the number is | figure | chapter |",
+             "|---|---|---|---|---|---|---|"]
     for r in rows:
         figures = ", ".join(f"{{numref}}`{f.strip()}`" for f in (r["figure"] or "").split(",")
                             if f.strip()) or "–"
         chapters = ", ".join(f"{{doc}}`chapters/{c.strip()}`"
                              for c in (r["chapter"] or "").split(",") if c.strip()) or "–"
         lines.append(f"| {r['id']} | {_cell(r['claim'])} | **{r['verdict']}** | {_number(r)} | "
-                     f"{figures} | {chapters} |")
+                     f"{_cell(r.get('measure') or '–')} | {figures} | {chapters} |")
     lines += ["", "## Findings, claim by claim", ""]
-    lines += [f"- **{r['id']}** ({r['verdict']}): {_cell(r['finding'])}" for r in rows]
+    lines += [f"- **{r['id']}** ({r['verdict']}): {' '.join(r['finding'].split())}"
+              for r in rows]
     return "\n".join(lines) + "\n"
 
 

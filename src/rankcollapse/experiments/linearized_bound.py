@@ -166,11 +166,12 @@ def claims(cubic: dict[str, float], bound: tuple[bool, int, int], sweep: pd.Data
     within = bool(len(small)) and bool((small["looseness"] >= 1).all())
     found = ", ".join(f"{k} {v:.3f}" for k, v in cubic.items())
     return [
-        Claim("C3a", "one layer: residual bounded by $C\\,\\|\\mathrm{res}(X)\\|^3$",
+        Claim("C3a", "one layer: residual bounded by $C\\,\\Vert\\mathrm{res}(X)\\Vert^3$",
               check_verdict(slope_ok),
               f"Log-log slope of output against input residual, small inputs: {found} "
               f"(check: within {tolerance} of 3).").with_numbers(
-            number=float(np.mean(list(cubic.values()))), figure="fig-cubic"),
+            number=float(np.mean(list(cubic.values()))), figure="fig-cubic",
+            measure="log-log slope, mean of the two normalizations"),
         Claim("C3b", "$L$ layers: exponent $3^L$",
               check_verdict(bound_holds if deepest >= min_layers else None),
               "The measured residual stays below the first-order $L$-layer bound at every "
@@ -178,10 +179,12 @@ def claims(cubic: dict[str, float], bound: tuple[bool, int, int], sweep: pd.Data
               f"{'yes' if bound_holds else 'no'} ({points} points, layers 1–{deepest})."
               + (grown if deepest >= min_layers else
                  f" Deciding the exponent needs at least {min_layers} layers above the floor.")
-              ).with_numbers(number=growth, figure="fig-depth-bound"),
+              ).with_numbers(number=growth, figure="fig-depth-bound",
+                             measure="factor by which each layer multiplies the digits lost"),
         Claim("C3c", "the bound holds where the logits are small", check_verdict(within),
               f"Where the centred logits have spectral norm at most {regime:g}, the bound "
-              f"$c\\|R\\|^3$ is {'above' if within else 'not always above'} the measured residual "
+              f"$c\\,\\Vert R\\Vert^3$ is {'above' if within else 'not always above'} the measured residual "
               f"({len(small)} points).").with_numbers(
-            number=float(small["looseness"].min()) if len(small) else None, figure="fig-regime"),
+            number=float(small["looseness"].min()) if len(small) else None, figure="fig-regime",
+            measure="smallest bound / measured residual in the regime (above 1: bound holds)"),
     ]

@@ -66,4 +66,6 @@ def claim(contrast: pd.DataFrame, titles: dict[str, str]) -> Claim:
                  "products", claim_verdict("more", contrast["verdict"].tolist()),
                  "Rank-1 residual of path products, random / trained (complete models; seeds "
                  "against independent pools of random matrices of the same shape): "
-                 + " ".join(parts)).with_numbers(contrast, figure="fig-random-vs-trained")
+                 + " ".join(parts)).with_numbers(
+        contrast, figure="fig-random-vs-trained",
+        measure="random / trained residual of path products, geometric mean of the ratios")

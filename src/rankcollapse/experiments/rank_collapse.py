@@ -228,4 +228,5 @@ def claims(pure_final: pd.Series, skip_final: float, growth: pd.Series,
         + (f" (fit over at least {points} layers, {digits} significant digits)"
            if points and digits else "") + ". With a skip "
         f"connection the residual ends at {skip_final:.2f}.").with_numbers(
-        number=float(pure_final.fillna(floor).max()), figure="fig-pure-collapse")]
+        number=float(pure_final.fillna(floor).max()), figure="fig-pure-collapse",
+        measure="largest last-layer residual of pure attention, over logit scales")]
