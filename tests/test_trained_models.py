@@ -136,6 +136,11 @@ def test_early_and_skip_contrasts_decide_c4b_and_c4c():
     behind = constructed({"full model": [0.8] * 4, "without skip": [0.4] * 4})
     skips_behind = skip_contrast(behind)
     assert skips_behind.verdict.item() == "more" and skips_behind.first_verdict.item() == "less"
+    # deep layers at the floor without skips: only the layers all variants keep are compared
+    deep = constructed({"full model": [1.0, 1.0, 8.0, 8.0], "without skip": [1.0, 1.0, 1.0, 1.0]})
+    floor = (deep.variant == "without skip") & (deep.layer >= 3)
+    deep.loc[floor, "residual"] = 0.0
+    assert skip_contrast(deep).verdict.item() == "parity"  # layers 1-2: ratio 1 in both
     c4c = [c for c in claims(layer_comparisons(behind), layer_comparisons(behind), path_comparisons(pd.DataFrame(
         [dict(setting="T, full model", depth=1, seed=s, sample=s, normalization=n, residual=1.0)
          for s in range(5) for n in ("softmax", "sinkhorn")])), {"t": "T"},
