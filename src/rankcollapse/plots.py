@@ -64,6 +64,14 @@ def band(ax, x, mean, std, label: str | None = None, color=None, log: bool = Fal
     return line
 
 
+def floor_line(ax, floor: float | None, decades: float = 3.0) -> None:
+    """A dotted grey line at the rounding `floor`, drawn only where the panel's curves come
+    within `decades` powers of ten of it (elsewhere it would squash the curves)."""
+    low = ax.get_ylim()[0]
+    if floor and low < floor * 10**decades:
+        ax.axhline(floor, color="grey", linestyle=":", linewidth=1, label="rounding floor")
+
+
 def band_from_summary(ax, summary: pd.DataFrame, x: str = "layer", log: bool = True, **kw):
     """`band` from a table with columns x, mean, std (as `log_summary` returns)."""
     s = summary.sort_values(x)
@@ -84,8 +92,7 @@ def residual_bands(summary: pd.DataFrame, hue: str, label: str = "{}", style: st
         key = key if isinstance(key, tuple) else (key,)
         band_from_summary(ax, group, color=palette[key[0]], linestyle=styles.get(key[-1], "-"),
                           label=label.format(*map(display, key)))
-    if floor:
-        ax.axhline(floor, color="grey", linestyle=":", linewidth=1)
+    floor_line(ax, floor)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set(xlabel="layer $l$ (0 = input)", ylabel="relative residual $r(X_l)$", title=title)
     ax.legend(ncol=2 if summary[keys].drop_duplicates().shape[0] > 4 else 1, fontsize="x-small")
@@ -339,40 +346,49 @@ def boxes_by(table: pd.DataFrame, panel: str, x: str, y: str = "residual", order
     return fig
 
 
-def variant_panels(summary: pd.DataFrame, variants, title: str):
+def variant_panels(summary: pd.DataFrame, variants, title: str, floor: float | None = None):
     """One panel per inference variant, softmax and Sinkhorn residual bands in each; each
-    panel has its own y-axis (the variants differ by many decades)."""
+    panel has its own y-axis (the variants differ by many decades); the rounding `floor`
+    dotted where a panel comes near it."""
     fig, axes = plt.subplots(1, len(variants), figsize=(13, 3.4))
     for ax, variant in zip(axes, variants):
         for name, part in summary[summary["variant"] == variant].groupby("normalization"):
             band_from_summary(ax, part, color=NORMALIZATION_COLORS[name], label=display(name))
+        floor_line(ax, floor)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set(title=textwrap.fill(variant, 22), xlabel="layer (0 = embeddings)")
     axes[0].set_ylabel("relative residual $r(X_l)$")
-    axes[0].legend()
+    for ax in axes:  # the first panel, and every panel with the floor drawn
+        if ax is axes[0] or "rounding floor" in [line.get_label() for line in ax.get_lines()]:
+            ax.legend(fontsize="x-small")
     fig.suptitle(title)
     return fig
 
 
 def task_panels(summary: pd.DataFrame, titles: dict[str, str], ylabel: str,
                 styles: dict[str, str] | None = None, floor: float | None = None,
-                xlabel: str = "layer (0 = embeddings)"):
+                xlabel: str = "layer (0 = embeddings)", rows: bool = False):
     """One panel per task (`titles`: task -> title), softmax and Sinkhorn bands in each,
     one line style per inference variant (`styles`: variant -> style; all variants in the
-    summary when None); each panel on its own y-axis."""
+    summary when None); each panel on its own y-axis, the rounding `floor` dotted where a
+    panel comes near it. With `rows`, one row of panels per variant (variants that differ
+    by many decades then do not share an axis)."""
     variants = styles or {v: LINESTYLES[i % 4] for i, v in enumerate(dict.fromkeys(summary["variant"]))}
-    fig, axes = plt.subplots(1, len(titles), figsize=(4.4 * len(titles), 3.4), squeeze=False)
-    for ax, (task, title) in zip(axes[0], titles.items()):
-        part = summary[summary["task"] == task]
-        for (variant, name), g in part.groupby(["variant", "normalization"], sort=False):
-            if variant in variants:
+    groups = [{v: s} for v, s in variants.items()] if rows else [variants]
+    fig, axes = plt.subplots(len(groups), len(titles), figsize=(4.4 * len(titles), 3.4 * len(groups)),
+                             squeeze=False)
+    for row, shown in zip(axes, groups):
+        for ax, (task, title) in zip(row, titles.items()):
+            part = summary[(summary["task"] == task) & summary["variant"].isin(shown)]
+            for (variant, name), g in part.groupby(["variant", "normalization"], sort=False):
                 band_from_summary(ax, g, color=NORMALIZATION_COLORS[name],
-                                  linestyle=variants[variant], label=f"{display(name)}, {variant}")
-        if floor:
-            ax.axhline(floor, color="grey", linestyle=":", linewidth=1)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set(title=textwrap.fill(title, 34), xlabel=xlabel)
-    axes[0][0].set_ylabel(ylabel)
-    axes[0][0].legend(fontsize="x-small")
+                                  linestyle=shown[variant], label=f"{display(name)}, {variant}")
+            floor_line(ax, floor)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.set(title=textwrap.fill(title, 34), xlabel=xlabel)
+            ax.legend(fontsize="x-small") if ax is row[0] else None
+        row[0].set_ylabel(ylabel)
+    fig.tight_layout()
     return fig
 
 
