@@ -15,6 +15,7 @@ import pandas as pd
 import torch
 
 from . import __version__
+from .profiles import get_profile
 from .normalizations import marginal_errors, sinkhorn, sinkhorn_reference, softmax
 
 REFERENCE = "log-domain loop (reference)"
@@ -99,6 +100,10 @@ def sinkhorn_table(device: torch.device, shape: tuple[int, ...], repeats: int,
     } for name, fn in impls.items()])
 
 
+# Column headers of `sinkhorn_table` for readers.
+TABLE_HEADERS = {"median_ms": "median time (ms)", "speedup_vs_reference": "speed-up over the reference",
+                 "max_abs_error_vs_reference": "largest difference to the reference",
+                 "saved_for_backward_MiB": "kept for backward (MiB)"}
 EXACTNESS_HEADERS = {
     "forward_max_abs_diff_to_exact": "largest difference to running every iteration",
     "stopped_early_share": "share stopped early (all matrices)",
@@ -142,11 +147,17 @@ def exactness(device: torch.device, shape: tuple[int, ...], n_iter: int = 50,
 
 # ----------------------------------------------------------------------------- training steps
 
-# The Vision Transformers timed by `train_step_table` (28 x 28 single-channel images).
-TRAIN_SHAPES = {
-    "ci": dict(depth=6, d_model=64, n_heads=4, patch=7, batch=128),  # 16 + 1 tokens
-    "paper": dict(depth=24, d_model=128, n_heads=4, patch=4, batch=32),  # 49 + 1 tokens
-}
+
+def _vit_shape(profile: str, batch: int) -> dict:
+    """The shape of a profile's MNIST Vision Transformer (the model chapter 5 trains)."""
+    task = get_profile(profile).tasks["mnist"]
+    return dict(depth=task.depth, d_model=task.d_model, n_heads=task.n_heads,
+                patch=task.patch, batch=batch)
+
+
+# The Vision Transformers timed by `train_step_table` (28 x 28 single-channel images): the
+# `ci` profile's (16 + 1 tokens) and the paper's (49 + 1 tokens, a smaller batch to time).
+TRAIN_SHAPES = {"ci": _vit_shape("ci", 128), "paper": _vit_shape("full", 32)}
 PHASES = ("forward", "backward", "step")
 
 
