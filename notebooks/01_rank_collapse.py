@@ -115,8 +115,8 @@ chapter.show(fig, "fig-pure-collapse", pure_summary)
 # *Doubly* exponential means that $-\log r$ itself grows exponentially: under the cubic law
 # $r_{l+1} \le c\, r_l^3$ of Dong et al. (and of the paper for Sinkhorn), each layer roughly
 # triples the number of lost digits. Float64 cannot show this: it holds about 16 digits, so
-# the curves above reach its floor after {glue:text}`ch1_float_layers` layers above the floor
-# at most, too few points to tell a doubly exponential law from any other fast decay. The
+# the curves above reach its floor within at most {glue:text}`ch1_float_layers` layers, too
+# few points to tell a doubly exponential law from any other fast decay. The
 # same pure softmax stack is therefore also computed with {glue:text}`ch1_digits`
 # significant digits, small enough for Python arithmetic ($n$ = {glue:text}`ch1_precise_n`
 # tokens of width {glue:text}`ch1_precise_n`, one head per layer,

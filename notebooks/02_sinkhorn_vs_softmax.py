@@ -204,8 +204,8 @@ reach
 # {glue:text}`ch2_scales` scales and softmax at {glue:text}`ch2_softmax_later` (a description
 # of the geometric means, not a test; see the figure
 # for where the curves part). Every configuration that reaches $10^{-8}$ does so by layer
-# {glue:text}`ch2_latest` ({glue:text}`ch2_never` of them never do; a layer mostly at the
-# rounding floor counts as reached). The paper's theorem says Sinkhorn decays doubly
+# {glue:text}`ch2_latest`; configurations that never reach it: {glue:text}`ch2_never` (a
+# layer mostly at the rounding floor counts as reached). The paper's theorem says Sinkhorn decays doubly
 # exponentially, like softmax, and chapter 3's first-order analysis explains why: for small logits the two
 # normalizations produce the *same* residual to first order. Any advantage of Sinkhorn must
 # come from somewhere else, and the paper's claim concerns trained networks with skip

@@ -52,7 +52,8 @@ paths = dict(n_pools=settings.n_pools, depths=depths, n_paths=settings.paths_per
 
 # %% tags=["remove-cell"]
 chapter.glue({"ch4_layers": layers, "ch4_paths": settings.paths_per_pool, "ch4_heads": heads,
-              "ch4_batch": batch, "ch4_pools": settings.n_pools, "ch4_margin": MARGIN,
+              "ch4_batch": batch, "ch4_pools": settings.n_pools, "ch4_margin": 1 + MARGIN,
+              "ch4_margin_low": 1 / (1 + MARGIN),
               "ch4_level": 100 * LEVEL,
               "ch4_all_paths": settings.n_pools * settings.paths_per_pool})
 
@@ -78,7 +79,8 @@ chapter.glue({"ch4_layers": layers, "ch4_paths": settings.paths_per_pool, "ch4_h
 # verdict rule (this book's, the same in every chapter): the ratio Sinkhorn / softmax is the
 # geometric mean over pools of the paired ratios, with a {glue:text}`ch4_level:.0f`%
 # bootstrap interval over pools; the result is *parity* when the whole interval lies within
-# ±{glue:text}`ch4_margin:.0%` of 1, *Sinkhorn keeps more* (or *less*) when it lies above
+# a factor {glue:text}`ch4_margin:g` of 1 (between {glue:text}`ch4_margin_low:.3f` and
+# {glue:text}`ch4_margin:g`), *Sinkhorn keeps more* (or *less*) when it lies above
 # (below) 1, and *inconclusive* otherwise. The paper samples 100 paths per depth from one
 # set of matrices; here each pool gives {glue:text}`ch4_paths` paths per depth
 # ({glue:text}`ch4_all_paths` per depth in all; the `full` profile takes 100 per pool).
@@ -161,10 +163,10 @@ sweep = rm.control_sweep(layers, batch, heads, sizes, scales, sweep_depths, sett
                          settings.paths_per_pool, seed, settings.n_iter)
 
 # %% tags=["remove-cell"]
-chapter.glue_text({"ch4_sweep_sizes": ", ".join(map(str, sizes)),
-                   "ch4_sweep_scales": ", ".join(f"{s:g}" for s in scales),
-                   "ch4_sweep_depths": ", ".join(map(str, sweep_depths)),
-                   "ch4_sweep_verdict": rm.sweep_sentence(sweep)})
+chapter.glue({"ch4_sweep_sizes": ", ".join(map(str, sizes)),
+              "ch4_sweep_scales": ", ".join(f"{s:g}" for s in scales),
+              "ch4_sweep_depths": ", ".join(map(str, sweep_depths))})
+chapter.glue_text({"ch4_sweep_verdict": rm.sweep_sentence(sweep)})
 
 # %% mystnb={"figure": {"caption": "The control over logit scales (horizontal, log scale) and sizes $n$ (line colours): ratio Sinkhorn / softmax of the median rank-1 residual of path products, geometric mean over independent pools with its 95% bootstrap interval over pools, one panel per path depth. Above 1 Sinkhorn keeps more rank; the grey band is the parity margin.", "name": "fig-control-sweep"}}
 chapter.show(plots.sweep_figure(sweep), "fig-control-sweep", sweep)
@@ -226,7 +228,7 @@ net_sentences = rm.verdicts(net_adv)
 # %% tags=["remove-cell"]
 chapter.glue_text({f"ch4_net{i}_verdict": net_sentences[label] for i, label in enumerate(chains)})
 
-# %% mystnb={"figure": {"caption": "Test (b): ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth, attention computed by random-weight networks with and without skip connections, at two logit scales; geometric mean over independent networks with 95% bootstrap intervals. Depths where both products are rank one to machine precision in most networks give no ratio and are not drawn.", "name": "fig-network-chains"}}
+# %% mystnb={"figure": {"caption": "Test (b): ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth, attention computed by random-weight float32 networks with and without skip connections (pure), at two logit scales; geometric mean over independent networks with 95% bootstrap intervals; grey band: the parity margin. Depths where both products are rank one to float32 precision in most networks give no ratio and are not drawn: the pure networks collapse within a few layers, so their curves are short or missing.", "name": "fig-network-chains"}}
 chapter.show(plots.ratio_figure(net_adv.dropna(subset=["low"]), list(chains), figsize=(6.5, 3.8)),
              "fig-network-chains", net_adv)
 
@@ -265,10 +267,10 @@ hidden = rm.hidden_state_test(settings.d_model, heads, layers, settings.n_sample
                               chapter.device)
 
 # %% tags=["remove-cell"]
-chapter.glue_text({"ch4_hidden_scales": ", ".join(f"{s:g}" for s in hidden_scales),
-                   **{f"ch4_hidden_{s:g}": describe(g, "layer", "layer")
-                      for s, g in hidden.groupby("logit_std")}})
-chapter.glue({"ch4_hidden_inputs": settings.n_samples,
+chapter.glue_text({f"ch4_hidden_{s:g}": describe(g, "layer", "layer")
+                   for s, g in hidden.groupby("logit_std")})
+chapter.glue({"ch4_hidden_scales": ", ".join(f"{s:g}" for s in hidden_scales),
+              "ch4_hidden_inputs": settings.n_samples,
               "ch4_hidden_min": hidden["ratio"].min(), "ch4_hidden_max": hidden["ratio"].max()})
 
 # %% mystnb={"figure": {"caption": "Test (c): ratio Sinkhorn / softmax of the relative residual of the hidden states against the layer, random-weight networks with skip connections and pre-LayerNorm (no FFN), four logit scales (line colours); geometric mean over independent networks with its 95% bootstrap interval; grey band: the parity margin. Above 1 Sinkhorn keeps more rank.", "name": "fig-hidden-test"}}

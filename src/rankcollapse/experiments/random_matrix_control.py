@@ -195,8 +195,9 @@ def claims(adv: pd.DataFrame, independent: str, identity: str, networks: list[st
     sentences = verdicts(adv)
     chains = adv[adv["setting"].isin(networks) & (adv["depth"] >= 2)]
     def no_lead(setting: str) -> str:
-        return ("" if "more" in found[setting] else " No depth shows Sinkhorn ahead; where it "
-                "keeps less, the two do not decay the same either.")
+        return ("" if "more" in found[setting] else " No depth shows Sinkhorn ahead. Where Sinkhorn "
+                "keeps less, this is not the paper's parity either: its random products decay "
+                "faster than softmax's.")
     control = pd.concat([adv[adv["setting"] == independent], sweep])
     hidden_found = {f"logit scale {s:g}": describe(g, "layer", "layer")
                     for s, g in hidden.groupby("logit_std")}
