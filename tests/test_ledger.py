@@ -19,7 +19,7 @@ def records(tmp_path):
            Claim("C4a", "hidden", "contradicted", "Lower.").with_numbers(
                number=0.8, measure="a ratio")]
     save_records(tmp_path, "02_two", "ci", [c.record() for c in ch2])
-    save_records(tmp_path, "05_five", "ci", [c.record() for c in ch5])
+    save_records(tmp_path, "05_five", "ci", [c.record() for c in ch5], data="trained on t")
 
 
 def test_every_claim_gets_one_row_and_parts_are_merged(tmp_path):
@@ -30,6 +30,7 @@ def test_every_claim_gets_one_row_and_parts_are_merged(tmp_path):
     assert by_id["C2a"]["verdict"] == "partly reproduced"  # reproduced + not reproduced
     assert by_id["C2a"]["chapter"] == "02_two, 05_five" and by_id["C2a"]["number"] == 1e-9
     assert by_id["C2a"]["measure"] == "largest row error"  # with the number it describes
+    assert by_id["C2a"]["data"] == "random weights, inputs and logits; trained on t"
     assert by_id["C2a"]["finding"] == "Random: fine. Trained: no."
     assert by_id["C4a"]["verdict"] == "contradicted" and by_id["C4a"]["profile"] == "ci"
     assert by_id["C10"]["verdict"] == "not testable here" and by_id["C10"]["chapter"] is None
@@ -43,11 +44,11 @@ def test_page_findings_and_json_agree(tmp_path):
     assert "{doc}`chapters/05_five`" in page
     assert "| 10⁻⁹ | largest row error |" in page  # powers of ten written for a reader
     summary = (tmp_path / FINDINGS).read_text()
-    assert "- **contradicted**: C4a" in summary and "Not reproduced or contradicted: C4a." in summary
+    assert "- **contradicted**: C4a" in summary and "Contradicted: C4a (" in summary
     saved = json.loads((tmp_path / "book" / JSON).read_text())
     assert saved == rows
     assert set(saved[0]) >= {"id", "claim", "verdict", "number", "interval", "measure",
-                             "figure", "chapter", "profile"}
+                             "figure", "chapter", "profile", "data"}
     clean = findings([dict(r, verdict="reproduced") for r in rows], "ci")
     assert "Every claim that could be tested here was reproduced" in clean
 

@@ -28,7 +28,7 @@ from rankcollapse.plots import use_style
 from rankcollapse.profiles import Profile, get_profile
 from rankcollapse.stats import Claim, claims_markdown
 from rankcollapse_book.export import save_figure
-from rankcollapse_book.ledger import save_records
+from rankcollapse_book.ledger import SYNTHETIC, save_records
 
 FIGURE_DIR = Path("book") / "chapters" / "figures"  # exports, copied to _build/html/figures
 
@@ -99,11 +99,13 @@ class Chapter:
         for name, text in values.items():
             glue(name, Markdown(text), display=False)
 
-    def glue_claims(self, name: str, claims: list[Claim], chapter: str) -> None:
+    def glue_claims(self, name: str, claims: list[Claim], chapter: str,
+                    data: str = SYNTHETIC) -> None:
         """Glue a chapter's claim verdicts as a Markdown list (for a `{glue:md}` box), and
-        record them for the claims ledger (`ledger.save_records`) under `chapter`."""
+        record them for the claims ledger (`ledger.save_records`) under `chapter`, with the
+        `data` they were computed on."""
         glue(name, Markdown(claims_markdown(claims)), display=False)
-        save_records(self.root, chapter, self.settings.name, [c.record() for c in claims])
+        save_records(self.root, chapter, self.settings.name, [c.record() for c in claims], data)
 
 
 def chapter_header(profile: str, device: str, seed: int) -> Chapter:

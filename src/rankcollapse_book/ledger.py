@@ -27,9 +27,14 @@ UNDECIDED = {  # why a claim has no chapter deciding it in this version of the b
 }
 
 
-def save_records(root: Path, chapter: str, profile: str, rows: list[dict]) -> Path:
-    """Write one chapter's claim rows (`Claim.record()`), atomically."""
-    rows = [{**row, "chapter": chapter, "profile": profile} for row in rows]
+SYNTHETIC = "random weights, inputs and logits"  # what chapters without datasets compute on
+
+
+def save_records(root: Path, chapter: str, profile: str, rows: list[dict],
+                 data: str = SYNTHETIC) -> Path:
+    """Write one chapter's claim rows (`Claim.record()`) with the `data` they were computed
+    on, atomically."""
+    rows = [{**row, "chapter": chapter, "profile": profile, "data": data} for row in rows]
     return atomic_write_text(root / RECORDS / f"{chapter}.json", json.dumps(rows, indent=1))
 
 
@@ -54,7 +59,7 @@ def ledger(rows: list[dict], profile: str) -> list[dict]:
             merged.append({"id": claim_id, "claim": text, "verdict": "not testable here",
                            "finding": UNDECIDED.get(claim_id, "no chapter decides it yet") + ".",
                            "number": None, "interval": None, "measure": None, "figure": None,
-                           "chapter": None,
+                           "chapter": None, "data": None,
                            "profile": profile})
             continue
         numbered = next((p for p in parts if p.get("number") is not None), {})
@@ -67,6 +72,7 @@ def ledger(rows: list[dict], profile: str) -> list[dict]:
             "figure": ", ".join(dict.fromkeys(p["figure"] for p in parts if p.get("figure")))
             or None,
             "chapter": ", ".join(dict.fromkeys(p["chapter"] for p in parts)),
+            "data": "; ".join(dict.fromkeys(p.get("data") or SYNTHETIC for p in parts)),
             "profile": parts[0]["profile"]})
     return merged
 
@@ -115,15 +121,18 @@ def page(rows: list[dict]) -> str:
              "from comparisons near the rounding floor, where ratios mean little); for a "
              "claim decided by a check, the checked value. "
              f"The same rows are in `{JSON}` beside this page.", "",
-             "| id | claim | verdict | number (range) | what the number is | figure | chapter |",
-             "|---|---|---|---|---|---|---|"]
+             "", f"Profile of this build: `{rows[0]['profile'] if rows else '–'}`.", "",
+             "| id | claim | verdict | number (range) | what the number is | figure | chapter "
+             "| data |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         figures = ", ".join(f"{{numref}}`{f.strip()}`" for f in (r["figure"] or "").split(",")
                             if f.strip()) or "–"
         chapters = ", ".join(f"{{doc}}`chapters/{c.strip()}`"
                              for c in (r["chapter"] or "").split(",") if c.strip()) or "–"
         lines.append(f"| {r['id']} | {_cell(r['claim'])} | **{r['verdict']}** | {_number(r)} | "
-                     f"{_cell(r.get('measure') or '–')} | {figures} | {chapters} |")
+                     f"{_cell(r.get('measure') or '–')} | {figures} | {chapters} | "
+                     f"{_cell(r.get('data') or '–')} |")
     lines += ["", "## Findings, claim by claim", ""]
     lines += [f"- **{r['id']}** ({r['verdict']}): {' '.join(r['finding'].split())}"
               for r in rows]
@@ -136,10 +145,11 @@ def findings(rows: list[dict], profile: str) -> str:
     by = {v: [r["id"] for r in rows if r["verdict"] == v] for v in CLAIM_VERDICTS}
     lines = [f"On this build (profile `{profile}`), of the paper's {len(rows)} claims:", ""]
     lines += [f"- **{v}**: {', '.join(ids)}" for v, ids in by.items() if ids]
-    failed = by["not reproduced"] + by["contradicted"]
-    lines += ["", ("Not reproduced or contradicted: " + ", ".join(failed) + "."
-                   if failed else "Every claim that could be tested here was reproduced, at "
-                   "least in part."),
+    text = {r["id"]: r["claim"] for r in rows}
+    failed = [f"{verdict.capitalize()}: " + "; ".join(f"{i} ({text[i]})" for i in by[verdict])
+              + "." for verdict in ("not reproduced", "contradicted") if by[verdict]]
+    lines += ["", (" ".join(failed) if failed else "Every claim that could be tested here was "
+                   "reproduced, at least in part."),
               "Each verdict, its number and its figure are in the {doc}`claims`."]
     return "\n".join(lines) + "\n"
 

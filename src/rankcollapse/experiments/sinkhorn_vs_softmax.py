@@ -100,11 +100,15 @@ def entropy_comparison(entropies: pd.DataFrame) -> pd.DataFrame:
                          margin=ENTROPY_MARGIN)
 
 
-def entropy_sentence(entropy: pd.DataFrame, x: str = "scale", noun: str = "logit scale") -> str:
-    """`stats.describe` of an entropy comparison over `x` (logit scales, layers)."""
+ENTROPY_PARITY = f"(Parity for entropies: within a factor {1 + ENTROPY_MARGIN:g}.)"
+
+
+def entropy_sentence(entropy: pd.DataFrame, x: str = "scale", noun: str = "logit scale",
+                     margin_note: bool = True) -> str:
+    """`stats.describe` of an entropy comparison over `x` (logit scales, layers), with the
+    parity margin (`ENTROPY_PARITY`) unless `margin_note` is False."""
     return describe(entropy, x, noun, more="Sinkhorn rows spread more",
-                    less="Sinkhorn rows spread less") + \
-        f" (Parity here: within a factor {1 + ENTROPY_MARGIN:g}.)"
+                    less="Sinkhorn rows spread less") + (f" {ENTROPY_PARITY}" if margin_note else "")
 
 
 def claims(after: pd.DataFrame, entropy: pd.DataFrame, paper_n: int = 128,

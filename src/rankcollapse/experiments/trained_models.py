@@ -452,7 +452,7 @@ def trained_attention_claims(attention: pd.DataFrame, entropy: pd.DataFrame,
         parts.append(f"{titles[task]}: {within:.1%} within {tolerance:g} (worst "
                      f"{g['marginal_error'].max():.1e}); logit scale {scale.min():.2g}–"
                      f"{scale.max():.2g} over layers")
-    from .sinkhorn_vs_softmax import entropy_sentence
+    from .sinkhorn_vs_softmax import ENTROPY_PARITY, entropy_sentence
 
     return [
         Claim("C2a", "50 iterations make the trained models' attention effectively doubly "
@@ -466,8 +466,9 @@ def trained_attention_claims(attention: pd.DataFrame, entropy: pd.DataFrame,
                                   measure=f"share of (layer, input) values within {tolerance:g}, all tasks"),
         Claim("C9", "doubly stochastic attention spreads attention more evenly (trained models)",
               claim_verdict("more", entropy["verdict"].tolist()),
-              " ".join(f"{titles[t]}: {entropy_sentence(g, 'layer', 'layer')}"
-                       for t, g in entropy.groupby("task", sort=False))).with_numbers(
+              " ".join(f"{titles[t]}: {entropy_sentence(g, 'layer', 'layer', False)}"
+                       for t, g in entropy.groupby("task", sort=False))
+              + f" {ENTROPY_PARITY}").with_numbers(
             entropy, figure="fig-trained-attention"),
     ]
 
