@@ -110,7 +110,8 @@ def _cell(text: str) -> str:
 
 def page(rows: list[dict]) -> str:
     """The Claims page (MyST markdown)."""
-    lines = ["# Claims ledger", "",
+    lines = ["---", "html_theme.sidebar_secondary.remove: true", "---", "",  # a wide table
+             "# Claims ledger", "",
              "Every claim of the paper, its verdict on this build, the number that decided it "
              "and where it is shown. The verdicts are computed by the chapters from their own "
              "numbers with the rules stated in each chapter's summary box; nothing here is "
@@ -122,18 +123,18 @@ def page(rows: list[dict]) -> str:
              "claim decided by a check, the checked value. "
              f"The same rows are in `{JSON}` beside this page.", "",
              "", f"Profile of this build: `{rows[0]['profile'] if rows else '–'}`.", "",
-             "| id | claim | verdict | number (range) | what the number is | figure | chapter "
-             "| data |",
-             "|---|---|---|---|---|---|---|---|"]
+             ":::{div} ledger",
+             "| id | claim | verdict | number (range) | what the number is | shown in | data |",
+             "|---|---|---|---|---|---|---|"]
     for r in rows:
         figures = ", ".join(f"{{numref}}`{f.strip()}`" for f in (r["figure"] or "").split(",")
                             if f.strip()) or "–"
         chapters = ", ".join(f"{{doc}}`chapters/{c.strip()}`"
                              for c in (r["chapter"] or "").split(",") if c.strip()) or "–"
+        shown = "; ".join(part for part in (figures, chapters) if part != "–") or "–"
         lines.append(f"| {r['id']} | {_cell(r['claim'])} | **{r['verdict']}** | {_number(r)} | "
-                     f"{_cell(r.get('measure') or '–')} | {figures} | {chapters} | "
-                     f"{_cell(r.get('data') or '–')} |")
-    lines += ["", "## Findings, claim by claim", ""]
+                     f"{_cell(r.get('measure') or '–')} | {shown} | {_cell(r.get('data') or '–')} |")
+    lines += [":::", "", "## Findings, claim by claim", ""]
     lines += [f"- **{r['id']}** ({r['verdict']}): {' '.join(r['finding'].split())}"
               for r in rows]
     return "\n".join(lines) + "\n"
