@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from rankcollapse.stats import (MARGIN, Claim, check_verdict, claim_verdict, compare,
                                 compare_groups, compare_table, describe, loglog_slope, ranges,
-                                t_quantile, unit_values, verdict_of)
+                                finding_verdict, t_quantile, unit_values, verdict_of)
 
 rng = np.random.default_rng(0)
 BASE = rng.lognormal(size=24)  # softmax residuals of 24 independent units
@@ -148,6 +148,8 @@ def test_claim_verdicts():
     assert claim_verdict("more", ["more", "less"]) == "partly reproduced"
     assert claim_verdict("more", ["more", "less", "less"]) == "contradicted"  # mostly opposite
     assert claim_verdict("more", ["less", "parity"]) == "contradicted"
+    # one task of three against, nothing for: not reproduced, too little to contradict
+    assert claim_verdict("more", ["less", "parity", "inconclusive"]) == "not reproduced"
     assert claim_verdict("more", ["parity", "inconclusive"]) == "not reproduced"
     assert claim_verdict("parity", ["less", "less"]) == "contradicted"
     assert claim_verdict("parity", ["inconclusive"]) == "not reproduced"
@@ -162,7 +164,7 @@ def test_claim_verdicts():
     assert check_verdict(True) == "reproduced" and check_verdict(False) == "not reproduced"
     with pytest.raises(ValueError):
         claim_verdict("higher", ["more"])
-    with pytest.raises(ValueError, match="unknown claim verdict"):
+    with pytest.raises(ValueError, match="unknown verdict"):
         Claim("C1", "x", "maybe", "")
     assert Claim("C1", "claim", "reproduced", "Found.").markdown() == \
         "- **C1** claim: **reproduced**. Found."
@@ -192,3 +194,24 @@ def test_claim_numbers_records_and_merged_verdicts():
     assert merge_verdicts(["contradicted", "not reproduced"]) == "contradicted"
     assert merge_verdicts(["not testable here", "reproduced"]) == "reproduced"
     assert merge_verdicts(["not testable here"]) == "not testable here"
+
+
+@pytest.mark.parametrize("found, expected", [
+    (["more", "more", "inconclusive"], "Sinkhorn higher"),
+    (["more", "parity"], "Sinkhorn higher in part"),
+    (["less", "parity", "inconclusive"], "Sinkhorn lower in part"),
+    (["more", "less"], "mixed"),
+    (["parity", "inconclusive"], "parity"),
+    (["inconclusive"], "inconclusive"),
+    ([], "inconclusive"),
+])
+def test_findings_say_what_was_found(found, expected):
+    assert finding_verdict(found) == expected
+
+
+def test_open_questions_take_finding_verdicts_only():
+    assert Claim("B1", "q", "Sinkhorn higher", "Found.").verdict == "Sinkhorn higher"
+    with pytest.raises(ValueError, match="unknown verdict 'reproduced' for B2"):
+        Claim("B2", "q", "reproduced", "")
+    with pytest.raises(ValueError, match="unknown verdict 'supported' for C4a"):
+        Claim("C4a", "q", "supported", "")
