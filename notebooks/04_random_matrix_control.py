@@ -22,9 +22,9 @@
 # previous layer's output.
 #
 # This chapter reproduces the control, quantifies parity instead of judging it by eye, and
-# tests the hypothesis two ways: with correlated random logits, and with attention
+# tests the hypothesis three ways: (a) with correlated random logits, (b) with attention
 # matrices computed by a random-weight network, where each layer really does see the
-# previous layer's output.
+# previous layer's output, and (c) on the hidden states of such networks.
 
 # %% tags=["parameters"]
 profile = "ci"
@@ -173,15 +173,16 @@ chapter.show(plots.sweep_figure(sweep), "fig-control-sweep", sweep)
 
 # %% [markdown]
 # {glue:md}`ch4_sweep_verdict` ({numref}`fig-control-sweep`.) Where Sinkhorn keeps less, its
-# random products reach rank one faster than softmax's; the gap grows with depth and with
-# the logit scale.
+# random products reach rank one faster than softmax's; the figure shows how the ratio
+# moves with depth, logit scale and $n$.
 #
 # ## The hypothesis, test (a): correlated random logits
 #
 # If correlation between the layers' logits were enough, correlated random logits should
-# produce the advantage. We draw $A_{l+1} = \rho A_l + \sqrt{1-\rho^2}\, G_l$ with
-# $G_l$ i.i.d. $\mathcal N(0, 1)$, so every layer has the same marginal distribution and
-# consecutive layers have correlation $\rho$.
+# produce the advantage. We draw the logit matrices as $\Lambda_{l+1} = \rho \Lambda_l +
+# \sqrt{1-\rho^2}\, G_l$ with $G_l$ i.i.d. $\mathcal N(0, 1)$ (and normalize each
+# $\Lambda_l$ into the attention matrix $A_l$), so every layer has the same marginal
+# distribution and consecutive layers have correlation $\rho$.
 
 # %%
 rhos = [0.0, 0.5, 0.9, 0.99]
@@ -222,15 +223,28 @@ chapter.show(plots.ratio_figure(corr_adv), "fig-correlated", corr_adv)
 chains = {f"{'skip + LN' if skip else 'pure'}, logit scale {s:g}": rm.network_pool(
     settings.d_model, heads, layers, batch, n, skip, s, settings.n_iter, chapter.device)
     for skip in (False, True) for s in (1.0, 4.0)}
-net_adv = rm.advantage(rm.pooled_paths(chains, **paths), floor=rounding_floor(torch.float32))
+net_paths = rm.pooled_paths(chains, **paths)
+net_adv = rm.advantage(net_paths, floor=rounding_floor(torch.float32))
 net_sentences = rm.verdicts(net_adv)
+scale_of = {label: label.rsplit(" ", 1)[-1] for label in chains if label.startswith("skip")}
+scales = {label: f"independent, logit scale {s}" for label, s in scale_of.items()}
+scale_controls = rm.pooled_paths({scales[label]: rm.random_pool(
+    layers, batch, heads, n, float(s), n_iter=settings.n_iter)
+    for label, s in scale_of.items()}, **paths)
+beyond = rm.beyond_control(net_paths, scale_controls, scales)  # network against its control
+chain_figure = pd.concat([net_adv, rm.advantage(scale_controls)])
 
 # %% tags=["remove-cell"]
-chapter.glue_text({f"ch4_net{i}_verdict": net_sentences[label] for i, label in enumerate(chains)})
+chapter.glue_text({f"ch4_net{i}_verdict": net_sentences[label] for i, label in enumerate(chains)}
+                  | {f"ch4_beyond_{scale_of[label]}": describe(
+                      g, "depth", more="the network's ratio is larger",
+                      less="the network's ratio is smaller")
+                      for label, g in beyond.groupby("setting", sort=False)})
 
-# %% mystnb={"figure": {"caption": "Test (b): ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth, attention computed by random-weight float32 networks with and without skip connections (pure), at two logit scales; geometric mean over independent networks with 95% bootstrap intervals; grey band: the parity margin. Depths where both products are rank one to float32 precision in most networks give no ratio and are not drawn: the pure networks collapse within a few layers, so their curves are short or missing.", "name": "fig-network-chains"}}
-chapter.show(plots.ratio_figure(net_adv.dropna(subset=["low"]), list(chains), figsize=(6.5, 3.8)),
-             "fig-network-chains", net_adv)
+# %% mystnb={"figure": {"caption": "Test (b): ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth, attention computed by random-weight float32 networks with skip connections and LayerNorm, and without both (pure), at two logit scales, and for independent random matrices at the same two scales (the control); geometric mean over independent networks or pools with 95% bootstrap intervals; grey band: the parity margin. A network curve above its control's is what the chain adds. Depths where both products are rank one to float32 precision in most networks give no ratio and are not drawn; the pure networks, which collapse within a few layers, are drawn only where they give one.", "name": "fig-network-chains"}}
+chapter.show(plots.ratio_figure(chain_figure.dropna(subset=["low"]),
+                                [*chains, *scales.values()], figsize=(6.5, 3.8)),
+             "fig-network-chains", chain_figure)
 
 # %% [markdown]
 # The pure networks collapse within a few layers (chapter 1), after which every attention
@@ -245,10 +259,17 @@ chapter.show(plots.ratio_figure(net_adv.dropna(subset=["low"]), list(chains), fi
 # - skip + LN, logit scale 1: {glue:md}`ch4_net2_verdict`
 # - skip + LN, logit scale 4: {glue:md}`ch4_net3_verdict`
 #
-# These lines are to be read against the random control above: depths where a network with
-# skip connections finds Sinkhorn ahead and the independent random matrices do not are what
-# the chain structure (each layer's attention computed from the previous layer's output)
-# adds; the claim C6d in the box below counts them, from depth 2 on.
+# These lines are to be read against the random control: what the chain structure (each
+# layer's attention computed from the previous layer's output) adds is the difference
+# between a network's ratio and that of independent random matrices at the same logit
+# scale. Networks and control pools are independent groups, so the two ratios are compared
+# as such (geometric means, {glue:text}`ch4_level:.0f`% interval resampling each group on
+# its own), from depth 2 on (depth 1 is a single matrix, not a chain):
+#
+# - skip + LN, logit scale 1: {glue:md}`ch4_beyond_1`
+# - skip + LN, logit scale 4: {glue:md}`ch4_beyond_4`
+#
+# The claim C6d in the box below counts these depths.
 #
 # ## The hypothesis, test (c): the hidden states themselves
 #
@@ -302,6 +323,5 @@ chapter.show(plots.ratio_figure(hidden.assign(setting=hidden["logit_std"].map("l
 
 # %% tags=["remove-cell"]
 chapter.glue_claims("ch4_claims", rm.claims(
-    pd.concat([advantage, net_adv]), "independent", "independent, half identity",
-    [label for label in chains if label.startswith("skip")], sweep, hidden),
+    advantage, "independent", "independent, half identity", beyond, sweep, hidden, n),
     "04_random_matrix_control")

@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 import torch
 
-from rankcollapse.experiments.random_matrix_control import (advantage, claims, control_sweep,
+from rankcollapse.experiments.random_matrix_control import (advantage, beyond_control, claims,
+                                                             control_sweep,
                                                             hidden_state_test, network_pool,
                                                             paired_paths, pooled_paths,
                                                             random_logits, random_pool,
@@ -72,36 +73,50 @@ def test_network_pools_share_weights_and_inputs():
 
 
 def test_claims_follow_the_verdicts():
-    def adv(setting, verdicts_):
-        return pd.DataFrame({"setting": setting, "depth": range(1, len(verdicts_) + 1),
+    def adv(setting, verdicts_, first=1):
+        return pd.DataFrame({"setting": setting, "depth": range(first, len(verdicts_) + first),
                              "ratio": 1.0, "low": 0.9, "high": 1.1, "units": 8,
                              "excluded": 0, "verdict": verdicts_})
-    table = pd.concat([adv("ind", ["parity"] * 3), adv("idt", ["parity", "more", "more"]),
-                       adv("net", ["more", "more", "inconclusive"]),
-                       adv("one", ["more", "parity", "parity"])])
+    table = pd.concat([adv("ind", ["parity"] * 3), adv("idt", ["parity", "more", "more"])])
+    beyond = adv("net", ["more", "inconclusive"], first=2)
     sweep = adv("x", ["parity", "parity"]).drop(columns="setting").assign(n=[8, 16],
                                                                           logit_std=1.0)
     hidden = adv("h", ["more", "more"]).drop(columns="setting").rename(
         columns={"depth": "layer"}).assign(logit_std=1.0)
-    c6a, c6b, c6d = claims(table, "ind", "idt", ["net"], sweep, hidden)
+    c6a, c6b, c6d = claims(table, "ind", "idt", beyond, sweep, hidden, n=8)
     assert (c6a.verdict, c6b.verdict, c6d.verdict) == ("reproduced", "contradicted",
                                                         "partly reproduced")
-    assert "parity in 2 of 2 cells" in c6a.finding
+    assert "parity in 2 of 2 cells" in c6a.finding and "(n = 8, logit scale 1)" in c6a.finding
     assert "No depth shows Sinkhorn ahead" in c6a.finding  # the claim's own wording holds
+    assert "the networks' ratio is larger at depth 2" in c6d.finding
     # "no advantage": Sinkhorn keeping less agrees with it; keeping more is the opposite
     table_less = pd.concat([table[table.setting != "idt"], adv("idt", ["parity", "less", "less"])])
-    assert claims(table_less, "ind", "idt", ["net"], sweep, hidden)[1].verdict == "reproduced"
-    # depth 1 is one matrix, not a chain: it does not count for the hypothesis
-    chains_only = claims(table, "ind", "idt", ["one"], sweep, hidden.assign(verdict="parity"))
-    assert chains_only[2].verdict == "not reproduced"
+    assert claims(table_less, "ind", "idt", beyond, sweep, hidden, 8)[1].verdict == "reproduced"
+    # no larger advantage than the control's: the path part does not reproduce
+    level = claims(table, "ind", "idt", beyond.assign(verdict="parity"), sweep,
+                   hidden.assign(verdict="parity"), 8)
+    assert level[2].verdict == "not reproduced"
     # the sweep decides C6a too: an advantage anywhere in it counts against the claim
-    sweep_more = claims(table, "ind", "idt", ["net"], sweep.assign(verdict="more"), hidden)
+    sweep_more = claims(table, "ind", "idt", beyond, sweep.assign(verdict="more"), hidden, 8)
     assert sweep_more[0].verdict == "partly reproduced"
-    # both parts of the hypothesis agree: reproduced
-    assert claims(table, "ind", "idt", ["net"], sweep, hidden)[2].verdict == "partly reproduced"
-    table_more = pd.concat([table[table.setting != "net"], adv("net", ["more"] * 3)])
-    assert claims(table_more, "ind", "idt", ["net"], sweep, hidden)[2].verdict == "reproduced"
+    # both parts of the hypothesis agree everywhere: reproduced
+    assert claims(table, "ind", "idt", beyond.assign(verdict="more"), sweep, hidden,
+                  8)[2].verdict == "reproduced"
     assert verdicts(table_less)["idt"] == "Sinkhorn keeps less at depths 2–3; parity at depth 1."
+
+
+def test_networks_are_compared_with_the_control_at_their_scale():
+    def pools(setting, ratio, n_pools=12):
+        return pd.DataFrame([{"setting": setting, "pool": p, "depth": d, "path": 0,
+                              "normalization": name,
+                              "residual": 0.01 * (1 + p) * (ratio if name == "sinkhorn" else 1)}
+                             for p in range(n_pools) for d in (1, 2, 3)
+                             for name in ("softmax", "sinkhorn")])
+    larger = beyond_control(pools("net", 2.0), pools("ctl", 1.0), {"net": "ctl"})
+    assert list(larger.depth) == [2, 3]  # depth 1 is one matrix, not a chain
+    assert (larger.verdict == "more").all() and np.allclose(larger.ratio, 2.0)
+    same = beyond_control(pools("net", 1.5), pools("ctl", 1.5), {"net": "ctl"})
+    assert (same.verdict == "parity").all()
 
 
 def test_control_sweep_is_the_control_at_every_size_and_scale():

@@ -24,8 +24,8 @@ import torch
 from ..measures import path_products, relative_residual, rounding_floor, sample_paths
 from ..models import Switches, random_stack
 from ..normalizations import NORMALIZATIONS, normalize
-from ..stats import (WORDS, VERDICTS, Claim, claim_verdict, compare_table, describe,
-                     merge_verdicts, ranges)
+from ..stats import (WORDS, VERDICTS, Claim, claim_verdict, compare_groups, compare_table, describe,
+                     merge_verdicts, ranges, unit_values)
 from .rank_collapse import random_tokens, sweep
 
 # A pool maker: generator -> {normalization: attention (layers, batch, heads, n, n)}.
@@ -136,6 +136,32 @@ def advantage(table: pd.DataFrame, floor: float = rounding_floor(torch.float64)
     return compare_table(table, unit="pool", by=["setting", "depth"], floor=floor)
 
 
+def beyond_control(networks: pd.DataFrame, controls: pd.DataFrame, pairs: dict[str, str],
+                   floor: float = rounding_floor(torch.float32), min_depth: int = 2
+                   ) -> pd.DataFrame:
+    """Per network setting and depth >= `min_depth`: is the Sinkhorn / softmax ratio of the
+    networks' path products larger than that of independent random matrices at the same
+    logit scale (`pairs`: network setting -> control setting)? Networks and control pools are
+    independent groups (`stats.compare_groups` of the pools' ratios: 'more' = the networks'
+    ratio is the larger); pools with a median at the rounding `floor` are left out."""
+    values = pd.concat([networks, controls], ignore_index=True)
+    wide = unit_values(values, "pool", ["setting", "depth"])
+    wide = wide[(wide["softmax"] > floor) & (wide["sinkhorn"] > floor)]
+    ratios = wide.assign(ratio=wide["sinkhorn"] / wide["softmax"])
+    rows = []
+    for network, control in pairs.items():
+        for depth in sorted(set(networks["depth"])):
+            if depth < min_depth:
+                continue
+            at = ratios[ratios["depth"] == depth]
+            c = compare_groups(at.loc[at["setting"] == control, "ratio"],
+                               at.loc[at["setting"] == network, "ratio"])
+            rows.append({"setting": network, "control": control, "depth": depth,
+                         "ratio": c.ratio, "low": c.low, "high": c.high, "units": c.units,
+                         "excluded": c.excluded, "verdict": c.verdict})
+    return pd.DataFrame(rows)
+
+
 def control_sweep(n_layers: int, batch: int, n_heads: int, sizes, scales, depths,
                   n_pools: int, n_paths: int, seed: int, n_iter: int = 50) -> pd.DataFrame:
     """The control (independent logits) for every token count n in `sizes` and logit scale
@@ -182,18 +208,18 @@ def sweep_sentence(sweep: pd.DataFrame) -> str:
             + ", ".join(parts) + f" of {len(sweep)} cells.")
 
 
-def claims(adv: pd.DataFrame, independent: str, identity: str, networks: list[str],
-           sweep: pd.DataFrame, hidden: pd.DataFrame) -> list[Claim]:
+def claims(adv: pd.DataFrame, independent: str, identity: str, beyond: pd.DataFrame,
+           sweep: pd.DataFrame, hidden: pd.DataFrame, n: int) -> list[Claim]:
     """C6a (no Sinkhorn advantage for independent random matrices - parity or less agree
     with it: the paper's setting at every depth and the `control_sweep` over n and logit
     scale), C6b (the same with half identities) and C6d
     (the hypothesis in random networks with skip connections: attention computed from the
-    previous layer's output keeps more rank under Sinkhorn, in the path products of depth 2
-    and more - depth 1 is one matrix, not a chain - and in the hidden states themselves,
-    `hidden_state_test`), from `advantage`."""
+    previous layer's output gives Sinkhorn a larger advantage in path products of depth 2
+    and more than independent random matrices do - `beyond_control`; depth 1 is one
+    matrix, not a chain - and Sinkhorn keeps more rank in the hidden states themselves,
+    `hidden_state_test`), from `advantage`; `n` is the control's token count."""
     found = {s: g["verdict"].tolist() for s, g in adv.groupby("setting", sort=False)}
     sentences = verdicts(adv)
-    chains = adv[adv["setting"].isin(networks) & (adv["depth"] >= 2)]
     def no_lead(setting: str) -> str:
         return ("" if "more" in found[setting] else " No depth shows Sinkhorn ahead. Where Sinkhorn "
                 "keeps less, this is not the paper's parity either: its random products decay "
@@ -201,13 +227,16 @@ def claims(adv: pd.DataFrame, independent: str, identity: str, networks: list[st
     control = pd.concat([adv[adv["setting"] == independent], sweep])
     hidden_found = {f"logit scale {s:g}": describe(g, "layer", "layer")
                     for s, g in hidden.groupby("logit_std")}
-    chain_verdict = claim_verdict("more", chains["verdict"].tolist())
+    chain_verdict = claim_verdict("more", beyond["verdict"].tolist())
+    chain_found = {s: describe(g, "depth", more="the networks' ratio is larger",
+                               less="the networks' ratio is smaller")
+                   for s, g in beyond.groupby("setting", sort=False)}
     hidden_verdict = claim_verdict("more", hidden["verdict"].tolist())
 
     return [
         Claim("C6a", "products of independent random matrices show no Sinkhorn advantage",
               claim_verdict("no more", control["verdict"].tolist()),
-              f"The paper's setting (n and logit scale 1): {sentences[independent]}"
+              f"The paper's setting (n = {n}, logit scale 1): {sentences[independent]}"
               + no_lead(independent) + " " + sweep_sentence(sweep)).with_numbers(
             control, figure="fig-control-ratio"),
         Claim("C6b", "the same with half of the factors replaced by the identity",
@@ -216,10 +245,13 @@ def claims(adv: pd.DataFrame, independent: str, identity: str, networks: list[st
         Claim("C6d", "the hypothesis: input dependence along a path produces the advantage "
               "(random networks with skip connections)",
               merge_verdicts([chain_verdict, hidden_verdict]),
-              f"Path products ({chain_verdict}): "
-              + " ".join(f"{s}: {sentences[s]}" for s in networks)
+              f"Path products, the networks' ratio Sinkhorn / softmax against that of "
+              f"independent random matrices at the same logit scale ({chain_verdict}): "
+              + " ".join(f"{s}: {v}" for s, v in chain_found.items())
               + " Depth 1 does not count: it is a single matrix, not a chain. Hidden states of "
-              f"the same kind of networks ({hidden_verdict}): "
+              f"the same kind of networks, Sinkhorn against softmax ({hidden_verdict}): "
               + " ".join(f"{s}: {v}" for s, v in hidden_found.items())).with_numbers(
-            pd.concat([chains, hidden]), figure="fig-hidden-test"),
+            pd.concat([beyond, hidden]), figure="fig-network-chains", measure=(
+                "path products: the networks' ratio over the control's; hidden states: "
+                "Sinkhorn / softmax; geometric mean")),
     ]
