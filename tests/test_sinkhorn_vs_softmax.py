@@ -23,11 +23,11 @@ def test_convergence_alternates_which_marginal_is_exact():
 
 def test_error_after_gives_quantiles_that_grow_with_the_logit_scale():
     after = error_after(50, [8], [0.5, 5.0], 64, torch.Generator().manual_seed(0))
-    assert list(after.columns) == [("n = 8", q) for q in ("median", "90%", "largest")]
+    assert list(after.columns) == [("n = 8", q) for q in ("median", "90%", "99%", "largest")]
     assert list(after.index) == [0.5, 5.0]
     assert after.loc[0.5, ("n = 8", "largest")] < 1e-12 < after.loc[5.0, ("n = 8", "largest")]
     row = after.loc[5.0, "n = 8"]
-    assert row["median"] <= row["90%"] <= row["largest"]
+    assert row["median"] <= row["90%"] <= row["99%"] <= row["largest"]
 
 
 def test_entropy_table_pairs_both_normalizations_on_the_same_draws():
@@ -58,7 +58,8 @@ def test_layers_to_and_reach_gaps():
 
 def test_claims_c2a_and_c9_follow_the_numbers():
     after = pd.DataFrame({("n = 128", "median"): [1e-13, 1e-10, 1e-5],
-                          ("n = 128", "largest"): [1e-12, 1e-9, 1e-3]},
+                          ("n = 128", "99%"): [1e-12, 1e-9, 1e-4],
+                          ("n = 128", "largest"): [1e-12, 1e-7, 1e-3]},
                          index=pd.Index([1.0, 2.0, 5.0]))
     entropies = pd.concat([pd.DataFrame({"scale": s, "normalization": name, "draw": range(5),
                                          "entropy": base * (gain if name == "sinkhorn" else 1)})
@@ -67,7 +68,9 @@ def test_claims_c2a_and_c9_follow_the_numbers():
                            for base in [np.linspace(1, 2, 5)]])
     table = entropy_comparison(entropies)
     c2a, c9 = claims(after, table)
-    assert c2a.verdict == "reproduced" and "1.0e-09" in c2a.finding
+    # the 99% quantile decides (1e-9), not the single worst draw (1e-7), as on trained logits
+    assert c2a.verdict == "reproduced" and "99% quantile over the random draws 1.0e-09" in c2a.finding
+    assert "largest 1.0e-07" in c2a.finding
     assert list(table.verdict) == ["parity", "more"] and c9.verdict == "partly reproduced"
     c2a, _ = claims(after, table, tolerance=1e-10)
     assert c2a.verdict == "not reproduced"

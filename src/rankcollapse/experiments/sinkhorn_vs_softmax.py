@@ -38,7 +38,7 @@ def convergence_curves(scales, draws: int, n: int, max_half_steps: int,
                      ignore_index=True)
 
 
-QUANTILES = {"median": 0.5, "90%": 0.9, "largest": 1.0}
+QUANTILES = {"median": 0.5, "90%": 0.9, "99%": 0.99, "largest": 1.0}
 
 
 def error_after(n_iter: int, sizes, scales, draws: int, generator: torch.Generator
@@ -113,23 +113,27 @@ def entropy_sentence(entropy: pd.DataFrame, x: str = "scale", noun: str = "logit
 
 def claims(after: pd.DataFrame, entropy: pd.DataFrame, paper_n: int = 128,
            paper_scale: float = 2.0, tolerance: float = 1e-6) -> list[Claim]:
-    """C2a on random logits (the row error after 50 iterations at n = `paper_n` and logit
-    scales up to `paper_scale` is below `tolerance`) and C9 on random logits (Sinkhorn rows
+    """C2a on random logits (at n = `paper_n` and every logit scale up to `paper_scale`,
+    at least 99% of the random matrices have a row error below `tolerance` after 50
+    iterations: the same check as on trained logits) and C9 on random logits (Sinkhorn rows
     have higher entropy: `entropy_comparison`, one verdict per scale)."""
+    share = (f"n = {paper_n}", "99%")
+    q99 = float(after.loc[after.index <= paper_scale, share].max())
+    worst = float(after.loc[after.index <= paper_scale, (f"n = {paper_n}", "largest")].max())
     column = (f"n = {paper_n}", "largest")
-    worst = float(after.loc[after.index <= paper_scale, column].max())
     median = after[(f"n = {paper_n}", "median")]
     return [
         Claim("C2a", "50 Sinkhorn iterations make attention effectively doubly stochastic "
-              "(random logits)", check_verdict(worst < tolerance),
-              f"Largest row error after 50 iterations at n = {paper_n}, over every row of "
-              f"every random draw at logit scales up to {paper_scale:g}: {worst:.1e} (check: "
-              f"below {tolerance:g}, a threshold of the book's choosing: the paper states "
-              "none). "
+              "(random logits)", check_verdict(q99 < tolerance),
+              f"Row error after 50 iterations at n = {paper_n} (each random matrix counted "
+              f"with its worst row), logit scales up to {paper_scale:g}: 99% quantile over "
+              f"the random draws {q99:.1e}, largest {worst:.1e} (check: at least 99% of the "
+              f"matrices below {tolerance:g}, thresholds of the book's choosing: the paper "
+              "states none). "
               f"It grows with the logit scale: at σ = {after.index[-1]:g} the median is "
               f"{median.iloc[-1]:.1e} and the largest {after[column].iloc[-1]:.1e}."
-              ).with_numbers(number=worst, figure="fig-convergence", measure=(
-                  f"largest row error over all random draws, n = {paper_n}, "
+              ).with_numbers(number=q99, figure="fig-convergence", measure=(
+                  f"99% quantile of the row error over random draws, n = {paper_n}, "
                   f"σ ≤ {paper_scale:g}")),
         Claim("C9", "doubly stochastic attention spreads attention more evenly (random logits)",
               claim_verdict("more", entropy["verdict"].tolist()),
