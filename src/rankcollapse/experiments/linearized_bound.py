@@ -118,13 +118,17 @@ def regime_sweep(x0: torch.Tensor, z: torch.Tensor, logit_stds, scales, d: int, 
                         looseness=sweep["bound"] / sweep["output_residual"])
 
 
-def regime_edge(sweep: pd.DataFrame, tolerance: float = 0.1) -> dict[str, float]:
-    """Per normalization, the smallest centred-logit norm ||CAC||_2 at which the first-order
-    formula is off by more than `tolerance` (relative); NaN if it never is."""
+def regime_edge(sweep: pd.DataFrame, tolerance: float = 0.1
+                ) -> dict[str, tuple[float, float]]:
+    """Per normalization, the edge of the first-order regime as two sampled centred-logit
+    norms ||CAC||_2: the largest below which every point is within `tolerance` (relative) of
+    the formula, and the smallest at which one is off by more (NaN if none is)."""
     edges = {}
     for name, g in sweep.groupby("normalization"):
         off = g[(g["ratio"] - 1).abs() > tolerance]
-        edges[name] = float(off["logit_norm"].min()) if len(off) else float("nan")
+        first = float(off["logit_norm"].min()) if len(off) else float("nan")
+        within = g[g["logit_norm"] < first] if len(off) else g
+        edges[name] = (float(within["logit_norm"].max()) if len(within) else float("nan"), first)
     return edges
 
 
