@@ -97,7 +97,9 @@ pd.DataFrame([{"task": ROLES[role], "dataset": train.source, "train / test":
 #
 # Every model is trained with {glue:text}`ch5_seeds` seeds per normalization, and each
 # softmax/Sinkhorn comparison below treats the **training seed as the unit**: a seed's value
-# is the median over the test inputs, the comparison is over seeds. With so few seeds the
+# is the median over the test inputs, the comparison is over seeds. The two models of one
+# seed form a pair: they start from the same initial weights (the normalization has no
+# parameters) and see the training data in the same order. With so few seeds the
 # interval is Student's t interval of the mean log ratio (a bootstrap over three values would
 # cover far less often than it claims), and it is wide: *Sinkhorn keeps more* then needs the
 # seeds' model pairs to agree closely. Training is cached by a hash of its configuration,
@@ -255,7 +257,10 @@ chapter.show(fig, "fig-trained-paths", full_paths)
 # with the complete trained models of the same normalization. The two sides are independent
 # groups, so each is resampled on its own: the ratio is random / trained (geometric means
 # of the seeds' and of the pools' median residuals), with a 95% interval: Welch's t interval
-# while either group has fewer than ten members, a bootstrap from there on.
+# while either group has fewer than ten members, a bootstrap from there on. The control
+# matches each task's shape, not its logit scale: its logits have standard deviation 1,
+# while the trained models' logit scales (below) differ from layer to layer and task to
+# task, and chapter 4 shows that the ratio depends on the scale.
 
 # %%
 random = rvt.random_products(analysis.shapes, settings.n_pools, settings.paths_per_pool, seed,

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from rankcollapse.stats import CLAIMS, Claim
+from rankcollapse.stats import CLAIMS, OPEN_QUESTIONS, Claim
 from rankcollapse_book.ledger import (FINDINGS, JSON, PAGE, collect, findings, ledger,
                                       readable, save_records, write_ledger)
 
@@ -17,7 +17,8 @@ def records(tmp_path):
     ch5 = [Claim("C2a", "trained logits", "not reproduced", "Trained: no.",
                  figure="fig-trained-attention"),
            Claim("C4a", "hidden", "contradicted", "Lower.").with_numbers(
-               number=0.8, measure="a ratio")]
+               number=0.8, measure="a ratio"),
+           Claim("B2", "mechanism", "supported", "It holds.")]
     save_records(tmp_path, "02_two", "ci", [c.record() for c in ch2])
     save_records(tmp_path, "05_five", "ci", [c.record() for c in ch5], data="trained on t")
 
@@ -25,7 +26,7 @@ def records(tmp_path):
 def test_every_claim_gets_one_row_and_parts_are_merged(tmp_path):
     records(tmp_path)
     rows = ledger(collect(tmp_path, ["02_two", "05_five"]), "ci")
-    assert [r["id"] for r in rows] == list(CLAIMS)
+    assert [r["id"] for r in rows] == list(CLAIMS) + list(OPEN_QUESTIONS)
     by_id = {r["id"]: r for r in rows}
     assert by_id["C2a"]["verdict"] == "partly reproduced"  # reproduced + not reproduced
     assert by_id["C2a"]["chapter"] == "02_two, 05_five" and by_id["C2a"]["number"] == 1e-9
@@ -55,9 +56,22 @@ def test_page_findings_and_json_agree(tmp_path):
 
 def test_numbers_read_as_a_reader_writes_them():
     assert [readable(x) for x in (0.5, 5.99, 1234.5, 2.5e-7, 1e9, -3.2e5, 0.0)] == \
-        ["0.5", "5.99", "1234", "2.5×10⁻⁷", "10⁹", "-3.2×10⁵", "0"]
+        ["0.500", "5.99", "1234", "2.5×10⁻⁷", "10⁹", "-3.2×10⁵", "0"]
 
 
 def test_a_checked_number_must_say_what_it_is():
     with pytest.raises(ValueError, match="say what the checked number is"):
         Claim("C1", "collapse", "reproduced", "Yes.").with_numbers(number=1e-9)
+
+
+def test_open_questions_have_their_own_table_and_summary_lines(tmp_path):
+    records(tmp_path)
+    rows = write_ledger(tmp_path, ["02_two", "05_five"], "ci")
+    page = (tmp_path / PAGE).read_text()
+    claims_part, open_part = page.split("## Questions the paper left open")
+    assert "| B2 |" in open_part and "| B2 |" not in claims_part and "| C4a |" in claims_part
+    summary = (tmp_path / FINDINGS).read_text()
+    assert f"of the paper's {len(CLAIMS)} claims" in summary
+    assert "**B2** (" in summary and "**supported**" in summary
+    assert "B1" not in summary  # not run: no line in the summary, a row on the page
+    assert {r["id"]: r["verdict"] for r in rows}["B1"] == "not testable here"

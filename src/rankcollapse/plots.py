@@ -92,7 +92,7 @@ def residual_bands(summary: pd.DataFrame, hue: str, label: str = "{}", style: st
         key = key if isinstance(key, tuple) else (key,)
         band_from_summary(ax, group, color=palette[key[0]], linestyle=styles.get(key[-1], "-"),
                           label=label.format(*map(display, key)))
-    floor_line(ax, floor)
+    floor_line(ax, floor, decades=np.inf)  # always: these captions name the floor
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set(xlabel="layer $l$ (0 = input)", ylabel="relative residual $r(X_l)$", title=title)
     ax.legend(ncol=2 if summary[keys].drop_duplicates().shape[0] > 4 else 1, fontsize="x-small")
@@ -388,7 +388,6 @@ def task_panels(summary: pd.DataFrame, titles: dict[str, str], ylabel: str,
             ax.set(title=textwrap.fill(title, 34), xlabel=xlabel)
             ax.legend(fontsize="x-small") if ax is row[0] else None
         row[0].set_ylabel(ylabel)
-    fig.tight_layout()
     return fig
 
 

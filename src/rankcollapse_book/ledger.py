@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from rankcollapse.files import atomic_write_text
-from rankcollapse.stats import CLAIM_VERDICTS, CLAIMS, merge_verdicts
+from rankcollapse.stats import CLAIM_VERDICTS, CLAIMS, FINDING_IDS, OPEN_QUESTIONS, merge_verdicts
 
 RECORDS = Path("book") / "chapters" / "claims"
 PAGE, FINDINGS, JSON = Path("book") / "claims.md", Path("book") / "findings.md", "claims.json"
@@ -23,7 +23,8 @@ UNDECIDED = {  # why a claim has no chapter deciding it in this version of the b
     "C5": "the `ci` profile trains smaller models on stand-in data; the `full` profile uses "
           "the paper's sizes and datasets, and its verdict is that run's",
     "C7": "the paper's limitations; training pure attention from scratch is not done yet",
-    "C10": "future work of the paper, not measured in this version",
+    "C10": "future work of the paper; the chapter that measures it did not run in this build",
+    **{q: "the chapter that answers it did not run in this build" for q in OPEN_QUESTIONS},
 }
 
 
@@ -49,11 +50,13 @@ def collect(root: Path, chapters: list[str]) -> list[dict]:
 
 
 def ledger(rows: list[dict], profile: str) -> list[dict]:
-    """One row per claim id of `stats.CLAIMS`, in their order: the chapters' rows merged
-    (verdict by `merge_verdicts`; findings, chapters and figures joined; the number and
-    interval of the first part that has one), or not testable here with the reason."""
+    """One row per claim id of `stats.CLAIMS`, then per open question of
+    `stats.OPEN_QUESTIONS`, in their order: the chapters' rows merged (verdict by
+    `merge_verdicts`, for `FINDING_IDS` the one verdict or 'mixed'; findings, chapters and
+    figures joined; the number and interval of the first part that has one), or not testable
+    here with the reason."""
     merged = []
-    for claim_id, text in CLAIMS.items():
+    for claim_id, text in {**CLAIMS, **OPEN_QUESTIONS}.items():
         parts = [r for r in rows if r["id"] == claim_id]
         if not parts:
             merged.append({"id": claim_id, "claim": text, "verdict": "not testable here",
@@ -65,7 +68,7 @@ def ledger(rows: list[dict], profile: str) -> list[dict]:
         numbered = next((p for p in parts if p.get("number") is not None), {})
         merged.append({
             "id": claim_id, "claim": text,
-            "verdict": merge_verdicts([p["verdict"] for p in parts]),
+            "verdict": _merged_verdict(claim_id, [p["verdict"] for p in parts]),
             "finding": " ".join(f"{p['finding']}" for p in parts),
             "number": numbered.get("number"), "interval": numbered.get("interval"),
             "measure": numbered.get("measure"),
@@ -77,6 +80,12 @@ def ledger(rows: list[dict], profile: str) -> list[dict]:
     return merged
 
 
+def _merged_verdict(claim_id: str, verdicts: list[str]) -> str:
+    if claim_id in FINDING_IDS:
+        return verdicts[0] if len(set(verdicts)) == 1 else "mixed"
+    return merge_verdicts(verdicts)
+
+
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
@@ -85,8 +94,10 @@ def readable(x: float) -> str:
     (1.2×10⁻⁷, not 1.2e-07) outside 0.001–10000."""
     if x != x or x in (float("inf"), float("-inf")):
         return str(x)
-    if x == 0 or 1e-3 <= abs(x) < 1e3:
-        return f"{x:.3g}"
+    if x == 0:
+        return "0"
+    if 1e-3 <= abs(x) < 1e3:
+        return f"{x:#.3g}"
     if 1e3 <= abs(x) < 1e4:
         return f"{x:.0f}"
     mantissa, exponent = f"{x:.2e}".split("e")
@@ -108,6 +119,22 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _table(rows: list[dict]) -> list[str]:
+    """Ledger rows as one wide Markdown table (the page's `ledger` style)."""
+    lines = [":::{div} ledger",
+             "| id | claim | verdict | number (range) | what the number is | shown in | data |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        figures = ", ".join(f"{{numref}}`{f.strip()}`" for f in (r["figure"] or "").split(",")
+                            if f.strip()) or "–"
+        chapters = ", ".join(f"{{doc}}`chapters/{c.strip()}`"
+                             for c in (r["chapter"] or "").split(",") if c.strip()) or "–"
+        shown = "; ".join(part for part in (figures, chapters) if part != "–") or "–"
+        lines.append(f"| {r['id']} | {_cell(r['claim'])} | **{r['verdict']}** | {_number(r)} | "
+                     f"{_cell(r.get('measure') or '–')} | {shown} | {_cell(r.get('data') or '–')} |")
+    return lines + [":::", ""]
+
+
 def page(rows: list[dict]) -> str:
     """The Claims page (MyST markdown)."""
     lines = ["---", "html_theme.sidebar_secondary.remove: true", "---", "",  # a wide table
@@ -123,28 +150,27 @@ def page(rows: list[dict]) -> str:
              "claim decided by a check, the checked value. "
              f"The same rows are in `{JSON}` beside this page.", "",
              "", f"Profile of this build: `{rows[0]['profile'] if rows else '–'}`.", "",
-             ":::{div} ledger",
-             "| id | claim | verdict | number (range) | what the number is | shown in | data |",
-             "|---|---|---|---|---|---|---|"]
-    for r in rows:
-        figures = ", ".join(f"{{numref}}`{f.strip()}`" for f in (r["figure"] or "").split(",")
-                            if f.strip()) or "–"
-        chapters = ", ".join(f"{{doc}}`chapters/{c.strip()}`"
-                             for c in (r["chapter"] or "").split(",") if c.strip()) or "–"
-        shown = "; ".join(part for part in (figures, chapters) if part != "–") or "–"
-        lines.append(f"| {r['id']} | {_cell(r['claim'])} | **{r['verdict']}** | {_number(r)} | "
-                     f"{_cell(r.get('measure') or '–')} | {shown} | {_cell(r.get('data') or '–')} |")
-    lines += [":::", "", "## Findings, claim by claim", ""]
+             *_table([r for r in rows if r["id"] not in OPEN_QUESTIONS]),
+             "## Questions the paper left open", "",
+             "The paper leaves some questions open or names them as future work (C10). The "
+             "book answers them with its own experiments; their verdicts say what was found, "
+             "not whether a claim of the paper held.", "",
+             *_table([r for r in rows if r["id"] in OPEN_QUESTIONS]),
+             "## Findings, claim by claim", ""]
     lines += [f"- **{r['id']}** ({r['verdict']}): {' '.join(r['finding'].split())}"
               for r in rows]
     return "\n".join(lines) + "\n"
 
 
 def findings(rows: list[dict], profile: str) -> str:
-    """The short findings summary the intro includes: claim ids per verdict, and one line on
-    what was not reproduced."""
-    by = {v: [r["id"] for r in rows if r["verdict"] == v] for v in CLAIM_VERDICTS}
-    lines = [f"On this build (profile `{profile}`), of the paper's {len(rows)} claims:", ""]
+    """The short findings summary the intro includes: claim ids per verdict, one line on
+    what was not reproduced, and what the book's own experiments found on the questions the
+    paper left open."""
+    claims = [r for r in rows if r["verdict"] in CLAIM_VERDICTS and r["id"] in CLAIMS]
+    open_rows = [r for r in rows if r not in claims and r["verdict"] != "not testable here"]
+    by = {v: [r["id"] for r in claims if r["verdict"] == v] for v in CLAIM_VERDICTS}
+    lines = [f"On this build (profile `{profile}`), of the paper's {len(claims)} claims (as its "
+             "public summaries state them):", ""]
     lines += [f"- **{v}**: {', '.join(ids)}" for v, ids in by.items() if ids]
     text = {r["id"]: r["claim"] for r in rows}
     failed = [f"{verdict.capitalize()}: " + "; ".join(f"{i} ({text[i]})" for i in by[verdict])
@@ -152,6 +178,15 @@ def findings(rows: list[dict], profile: str) -> str:
     lines += ["", (" ".join(failed) if failed else "Every claim that could be tested here was "
                    "reproduced, at least in part."),
               "Each verdict, its number and its figure are in the {doc}`claims`."]
+    if profile != "full":
+        lines += ["", f"The `{profile}` profile trains small models on stand-in datasets with "
+                  "three seeds: its verdicts on trained models are a demonstration of the "
+                  "method at small scale, not a test of the paper's experiment, which the "
+                  "`full` profile runs at the paper's sizes."]
+    if open_rows:
+        lines += ["", "On the questions the paper left open, the book's own experiments found:",
+                  ""]
+        lines += [f"- **{r['id']}** ({r['claim']}): **{r['verdict']}**" for r in open_rows]
     return "\n".join(lines) + "\n"
 
 

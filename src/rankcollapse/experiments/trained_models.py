@@ -67,10 +67,12 @@ def synthetic_data(task: Task, n: int, seed: int = 0) -> Dataset:
 
 
 def train_config(task: Task, data: Dataset, normalization: str, seed: int,
-                 n_iter: int = 50) -> TrainConfig:
-    """The `TrainConfig` of one model of `task` (the model shape follows the data)."""
+                 n_iter: int = 50, switches: Switches | None = None) -> TrainConfig:
+    """The `TrainConfig` of one model of `task` (the model shape follows the data), trained
+    complete or, with `switches`, with parts of every block switched off during training."""
     encoder = EncoderConfig(d_model=task.d_model, n_heads=task.n_heads, depth=task.depth,
-                            d_ff=task.d_ff, normalization=normalization, n_iter=n_iter)
+                            d_ff=task.d_ff, normalization=normalization, n_iter=n_iter,
+                            switches=switches or Switches())
     if data.kind == "text":
         model = ModelConfig("text", len(data.classes), encoder,
                             vocab_size=len(data.vocab), max_len=task.max_len)
@@ -239,6 +241,8 @@ def chance_sentence(results: dict[str, dict[tuple[str, int], TrainResult]],
 
 
 FLOOR = rounding_floor(torch.float64)  # the analysis runs in float64
+# The figures of the hidden-state residuals, one per task (the chapter's names).
+RESIDUAL_FIGURES = "fig-trained-residual-text, fig-trained-residual-mnist, fig-trained-residual-cats"
 
 
 def layer_comparisons(table: pd.DataFrame, value: str = "residual", unit: str = "seed"
@@ -383,8 +387,8 @@ def claims(hidden: pd.DataFrame, outputs: pd.DataFrame, paths: pd.DataFrame,
             no_lead = " but Sinkhorn is not ahead there, so no advantage is more visible" \
                 if r.verdict == "more" and r.first_verdict != "more" else ""
             lines.append(f"{titles[r.task]}: {words[r.verdict]}{no_lead} (Sinkhorn / softmax "
-                         f"{r.first_ratio:.3g} {where}, {r.second_ratio:.3g} {other}; ratio of "
-                         f"ratios {r.ratio:.3g}, interval {r.low:.3g}–{r.high:.3g}, "
+                         f"{r.first_ratio:#.3g} {where}, {r.second_ratio:#.3g} {other}; ratio of "
+                         f"ratios {r.ratio:#.3g}, interval {r.low:#.3g}–{r.high:#.3g}, "
                          f"{r.units} {unit}).")
         return " ".join(lines)
 
@@ -395,7 +399,7 @@ def claims(hidden: pd.DataFrame, outputs: pd.DataFrame, paths: pd.DataFrame,
             claim_verdict("more", decided(early)),
             "Complete models, first half of the layers against the second: "
             + contrast_text(early, "larger early", "larger late", "early", "late")
-            ).with_numbers(early, figure="fig-trained-relative", measure=(
+            ).with_numbers(early, figure=RESIDUAL_FIGURES, measure=(
                 "ratio of ratios: Sinkhorn / softmax in the first half of the layers over "
                 "the same in the second half")))
     if skips is not None:
@@ -405,7 +409,7 @@ def claims(hidden: pd.DataFrame, outputs: pd.DataFrame, paths: pd.DataFrame,
             "Variants with skip connections against those without, over the layers above "
             "the rounding floor in all four variants: "
             + contrast_text(skips, "larger with skips", "larger without skips", "with skips",
-                            "without")).with_numbers(skips, figure="fig-trained-relative",
+                            "without")).with_numbers(skips, figure=RESIDUAL_FIGURES,
                                                      measure=(
                 "ratio of ratios: Sinkhorn / softmax with skip connections over the same "
                 "without")))
@@ -413,7 +417,7 @@ def claims(hidden: pd.DataFrame, outputs: pd.DataFrame, paths: pd.DataFrame,
         Claim("C4a", "trained models: the hidden-state (block output) residual stays higher "
               "under Sinkhorn", claim_verdict("more", full["verdict"].tolist()),
               _by_task(full, titles, "layer", "layer")).with_numbers(
-            full, figure="fig-trained-residual-mnist"),
+            full, figure=RESIDUAL_FIGURES),
         *contrasts,
         Claim("C4d", "the same for the attention sub-layer's own output",
               claim_verdict("more", out["verdict"].tolist()),
