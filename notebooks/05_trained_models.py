@@ -320,8 +320,8 @@ claims = tm.claims(layer_comparisons, tm.layer_comparisons(analysis.attention_ou
                    TITLES, early=tm.early_contrast(analysis.hidden),
                    skips=tm.skip_contrast(analysis.hidden)) + \
     [tm.accuracy_claim(results, TITLES), rvt.claim(random_adv, TITLES)] + attention_claims
-chapter.glue_claims("ch5_claims", claims, "05_trained_models", data="trained models: " + ", ".join(
-    f"{ROLES[role]} on {train.name}" for role, (train, _) in data.items()))
+chapter.glue_claims("ch5_claims", claims, "05_trained_models",
+                    data="trained models: " + "; ".join(TITLES.values()))
 chapter.glue_text({f"ch5_{c.id}": f"**{c.verdict.capitalize()}.** {c.finding}" for c in claims})
 
 # %% [markdown]

@@ -81,7 +81,9 @@ def band_from_summary(ax, summary: pd.DataFrame, x: str = "layer", log: bool = T
 def residual_bands(summary: pd.DataFrame, hue: str, label: str = "{}", style: str | None = None,
                    floor: float | None = None, title: str = "", ax=None, figsize=(6, 3.8)):
     """Relative residual against layer: one band per value of `hue` (normalizations in their
-    colours), line styles per value of `style`, a dotted line at the rounding `floor`."""
+    colours), line styles per value of `style`, a dotted line at the rounding `floor`; the
+    legend beside the axes on a figure of its own (where it hides no curve)."""
+    beside = ax is None
     fig, ax = (plt.subplots(figsize=figsize) if ax is None else (ax.figure, ax))
     palette = colors(summary[hue])
     # without a style column, other hues also differ in line style: no curve hides another
@@ -95,7 +97,9 @@ def residual_bands(summary: pd.DataFrame, hue: str, label: str = "{}", style: st
     floor_line(ax, floor, decades=np.inf)  # always: these captions name the floor
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set(xlabel="layer $l$ (0 = input)", ylabel="relative residual $r(X_l)$", title=title)
-    ax.legend(ncol=2 if summary[keys].drop_duplicates().shape[0] > 4 else 1, fontsize="x-small")
+    where = dict(loc="upper left", bbox_to_anchor=(1.01, 1)) if beside else {}
+    ax.legend(ncol=2 if summary[keys].drop_duplicates().shape[0] > 8 else 1, fontsize="x-small",
+              **where)
     return fig
 
 
@@ -290,10 +294,11 @@ def ratio_plot(ax, adv: pd.DataFrame, order: list[str] | None = None, x: str = "
     ax.axhline(1, color="grey", linewidth=0.8)
     ax.axhspan(1 / (1 + MARGIN), 1 + MARGIN, color="grey", alpha=0.12, linewidth=0)
     ax.set(yscale="log", xlabel=xlabel, ylabel=ylabel)
-    plain = FuncFormatter(lambda v, _: f"{v:g}")  # 0.9, 1, 2 rather than 9 x 10^-1
-    ax.yaxis.set_major_formatter(plain)
     low, high = ax.get_ylim()
-    ax.yaxis.set_minor_formatter(plain if high / low < 10 else NullFormatter())
+    if high / low < 1e3:  # 0.9, 1, 2 rather than 9 x 10^-1; powers of ten for wide ranges
+        plain = FuncFormatter(lambda v, _: f"{v:g}")
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(plain if high / low < 10 else NullFormatter())
     ax.legend(fontsize="small")
 
 
@@ -417,6 +422,6 @@ def trained_attention_figure(stats: pd.DataFrame, titles: dict[str, str]):
     scale.set(ylabel="logit standard deviation", title="Logit scale")
     error.set(yscale="log", ylabel="max |row sum − 1|", title="Sinkhorn after 50 iterations")
     entropy.set(ylabel="mean row entropy (nats)", title="Row entropy")
-    scale.legend(fontsize="xx-small")
-    error.legend(fontsize="xx-small")
-    return fig
+    fig.legend(*scale.get_legend_handles_labels(), loc="outside lower center", ncol=3,
+               fontsize="x-small")  # below the panels: no curve hidden
+    return fig  # the error panel's markers (circles median, triangles largest): the caption

@@ -275,9 +275,9 @@ CLAIM_VERDICTS = ("reproduced", "partly reproduced", "not reproduced", "contradi
 CLAIMS = {
     "C1": "repeated attention mixing drives all tokens to one vector (rank collapse)",
     "C2a": "50 Sinkhorn iterations make attention effectively doubly stochastic",
-    "C3a": "one layer of pure Sinkhorn attention: residual bounded by C ||res(X)||^3",
-    "C3b": "L layers: the exponent 3^L (doubly exponential collapse)",
-    "C3c": "the bound holds in the small-logit regime ||A||_2 << 1",
+    "C3a": r"one layer of pure Sinkhorn attention: residual bounded by $C\,\lVert\mathrm{res}(X)\rVert^3$",
+    "C3b": "$L$ layers: the exponent $3^L$ (doubly exponential collapse)",
+    "C3c": r"the bound holds in the small-logit regime $\lVert A\rVert_2 \ll 1$",
     "C4a": "trained models: the hidden-state residual stays higher under Sinkhorn",
     "C4b": "the advantage is most visible in early layers",
     "C4c": "the advantage is most visible with skip connections",

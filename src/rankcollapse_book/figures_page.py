@@ -79,8 +79,9 @@ def entry(fig: Figure, base: str, year: str) -> str:
     link = f"chapters/{fig.chapter}.html#{fig.name}"
     commit = re.search(r"at commit (\S+?),", fig.caption)
     # no public address configured: the figure's path in the book and the commit that made it
-    permalink = (f"{base}book/{link}" if base else f"book/{link}"
-                 + (f" (commit {commit[1]})" if commit else ""))
+    path = f"{base}book/{link}"
+    made = f" (commit {commit[1]})" if commit and not base else ""
+    published = f"\\url{{{path}}}" if base else path  # a path in the book is not a URL
     downloads = " · ".join(f'<a href="../figures/{fig.name}.{fmt}">{fmt.upper()}</a>'
                            for fmt in FORMATS)
     title = _plain(fig.caption)
@@ -88,11 +89,11 @@ def entry(fig: Figure, base: str, year: str) -> str:
               f"  title        = {{{title}}},\n"
               f"  author       = {{{{The rankcollapse companion-book team}}}},\n"
               f"  year         = {{{year}}},\n"
-              f"  howpublished = {{\\url{{{permalink}}}}},\n"
+              f"  howpublished = {{{published}}},\n"
               f"  note         = {{Figure {fig.name} of the companion book to "
-              f"arXiv:2604.07925}}\n}}")
+              f"arXiv:2604.07925{made}}}\n}}")
     plain = (f"The rankcollapse companion-book team ({year}). {title}. Figure {fig.name} in "
-             f"*Rank collapse: softmax versus Sinkhorn attention*, {permalink}")
+             f"*Rank collapse: softmax versus Sinkhorn attention*, {path}{made}")
     return "\n".join([
         f"### {fig.name}", "",
         f"{{numref}}`{fig.name}` in {{doc}}`chapters/{fig.chapter}`", "",
@@ -116,10 +117,9 @@ def write_figures_page(root: Path, chapters_dir: Path, toc: list[str], year: str
              "seed, device, library version and date that produced it (in its metadata; "
              "in the CSV as `#` header lines).", ""]
     if not base:
-        lines += ["This build has no public address configured (`html.baseurl` in "
-                  "`_config.yml`), so each citation gives the figure's path inside the book "
-                  "and the commit that produced it; prefix the path with the address where "
-                  "the book is published.", ""]
+        lines += ["This copy of the book has no public address, so each citation gives the "
+                  "figure's path inside the book and the commit that produced it; prefix the "
+                  "path with the address where you read the book.", ""]
     for chapter in dict.fromkeys(fig.chapter for fig in figures):
         group = [fig for fig in figures if fig.chapter == chapter]
         lines += [f"## {group[0].chapter_title}", ""] + [entry(fig, base, year) for fig in group]

@@ -168,7 +168,7 @@ def claims(cubic: dict[str, float], bound: tuple[bool, int, int], sweep: pd.Data
     slope_ok = all(abs(s - 3) <= tolerance for s in cubic.values())
     small = sweep[sweep["logit_norm"] <= regime]
     within = bool(len(small)) and bool((small["looseness"] >= 1).all())
-    found = ", ".join(f"{k} {v:.3f}" for k, v in cubic.items())
+    found = ", ".join(f"{k.replace('sinkhorn', 'Sinkhorn')} {v:.3f}" for k, v in cubic.items())
     return [
         Claim("C3a", "one layer: residual bounded by $C\\,\\Vert\\mathrm{res}(X)\\Vert^3$",
               check_verdict(slope_ok),
