@@ -231,7 +231,7 @@ chapter.show(plots.cost_figure(per_n), "fig-cost", timing)
 # At $n = 128$ one Sinkhorn call costs {glue:text}`ch2_cost_ratio:.0f` softmax calls here
 # and is {glue:text}`ch2_speedup:.1f` times faster than the plain log-domain loop
 # ({numref}`fig-cost`; timings from a shared machine are indicative). The appendix,
-# {doc}`06_appendix_performance`, measures speed and memory at the benchmark's size.
+# {doc}`07_appendix_performance`, measures speed and memory at the benchmark's size.
 #
 # ````{admonition} What this chapter finds
 # :class: tip

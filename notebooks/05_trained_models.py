@@ -46,13 +46,11 @@ settings = chapter.settings
 import pandas as pd
 
 from rankcollapse import plots
-from rankcollapse.data import record
 from rankcollapse.experiments import random_vs_trained as rvt
 from rankcollapse.experiments import trained_models as tm
 from rankcollapse.experiments.rank_collapse import log_summary
 
 tasks = settings.tasks
-ROLES = {"text": "text classification", "mnist": "MNIST digits", "cats_dogs": "Cats and Dogs"}
 
 # %% [markdown]
 # ## Data and models
@@ -65,9 +63,8 @@ ROLES = {"text": "text classification", "mnist": "MNIST digits", "cats_dogs": "C
 
 # %%
 data = {role: tm.load_task(task) for role, task in tasks.items()}
-TITLES = {role: ROLES[role] + (f" (stand-in: {data[role][0].name})" if record(
-    data[role][0].name).stands_in_for else "") for role in tasks}
-pd.DataFrame([{"task": ROLES[role], "dataset": train.source, "train / test":
+TITLES = tm.task_titles(data)
+pd.DataFrame([{"task": tm.ROLES[role], "dataset": train.source, "train / test":
                f"{len(train):,} / {len(test):,}", "classes": len(train.classes),
                "model": f"{t.depth} layers, width {t.d_model}, {t.n_heads} heads, "
                         + (f"{t.max_len} tokens" if train.kind == "text"

@@ -21,7 +21,7 @@ def test_every_setting_and_every_task_is_in_the_table():
 
 def test_the_table_follows_the_profiles():
     changed = {"ci": replace(PROFILES["ci"], n_eval=7)}
-    assert "| test inputs analysed per trained model (chapter 5) (`n_eval`) | 7 |" in \
+    assert "| test inputs analysed per trained model (chapters 5, 6) (`n_eval`) | 7 |" in \
         profiles_table(changed)
 
 

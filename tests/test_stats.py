@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from rankcollapse.stats import (MARGIN, Claim, check_verdict, claim_verdict, compare,
                                 compare_groups, compare_table, describe, loglog_slope, ranges,
-                                finding_verdict, t_quantile, unit_values, verdict_of)
+                                finding_verdict, significant, t_quantile, unit_values, verdict_of)
 
 rng = np.random.default_rng(0)
 BASE = rng.lognormal(size=24)  # softmax residuals of 24 independent units
@@ -197,11 +197,14 @@ def test_claim_numbers_records_and_merged_verdicts():
 
 
 @pytest.mark.parametrize("found, expected", [
-    (["more", "more", "inconclusive"], "Sinkhorn higher"),
+    (["more", "more", "inconclusive"], "Sinkhorn higher in part"),
     (["more", "parity"], "Sinkhorn higher in part"),
+    (["more", "inconclusive"], "Sinkhorn higher in part"),
+    (["more", "more"], "Sinkhorn higher"),
+    (["parity", "parity"], "parity"),
     (["less", "parity", "inconclusive"], "Sinkhorn lower in part"),
     (["more", "less"], "mixed"),
-    (["parity", "inconclusive"], "parity"),
+    (["parity", "inconclusive"], "parity in part"),
     (["inconclusive"], "inconclusive"),
     ([], "inconclusive"),
 ])
@@ -215,3 +218,8 @@ def test_open_questions_take_finding_verdicts_only():
         Claim("B2", "q", "reproduced", "")
     with pytest.raises(ValueError, match="unknown verdict 'supported' for C4a"):
         Claim("C4a", "q", "supported", "")
+
+
+def test_significant_digits_for_prose():
+    assert [significant(x) for x in (0.90909, 1.0, 555.2, 1530.4, 2.5e-7, 12345.0)] == \
+        ["0.909", "1.00", "555", "1530", "2.5e-07", "1.2e+04"]

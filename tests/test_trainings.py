@@ -15,7 +15,7 @@ TINY = Task("fashion_mnist", depth=1, d_model=16, n_heads=2, d_ff=32, epochs=1, 
 @pytest.fixture
 def tiny(monkeypatch):
     profile = replace(profiles.PROFILES["ci"], name="tiny", tasks={"pairs": TINY},
-                      train_seeds=(3, 4), n_iter=10)
+                      train_seeds=(3, 4), n_iter=10, scratch_tasks=())
     monkeypatch.setitem(profiles.PROFILES, "tiny", profile)
     return profile
 
@@ -25,8 +25,9 @@ def test_list_gives_one_command_per_training(tiny, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines == [f"rankcollapse-train --profile tiny --task pairs --normalization {n} "
                      f"--seed {s} --device cpu" for n in ("softmax", "sinkhorn") for s in (3, 4)]
-    full = trainings.planned("full")
-    assert len(full) == len(profiles.PROFILES["full"].tasks) * 2 * 3
+    full, settings = trainings.planned("full"), profiles.PROFILES["full"]
+    assert len(full) == (len(settings.tasks) + 2 * len(settings.scratch_tasks)) * 2 * 3
+    assert full[-1].command().endswith("--variant pure-no-ln")
 
 
 def test_one_training_lands_where_the_chapter_looks(tiny, tmp_path, capsys):
@@ -38,6 +39,18 @@ def test_one_training_lands_where_the_chapter_looks(tiny, tmp_path, capsys):
     found = tm.train_models(TINY, *data, [3], "cpu", tiny.n_iter, cache_dir=tmp_path)
     assert found[("sinkhorn", 3)].from_cache and not found[("softmax", 3)].from_cache
     assert trainings.main(argv) == 0 and "loaded from the cache" in capsys.readouterr().out
+
+
+def test_a_pure_training_lands_where_chapter_6_looks(tiny, tmp_path, capsys):
+    from rankcollapse.experiments import open_questions as oq
+
+    argv = ["--profile", "tiny", "--task", "pairs", "--normalization", "softmax", "--seed",
+            "3", "--device", "cpu", "--cache-dir", str(tmp_path), "--variant", "pure-no-ln"]
+    assert trainings.main(argv) == 0 and "trained" in capsys.readouterr().out
+    found = oq.train_scratch(TINY, *tm.load_task(TINY), [3], "cpu", tiny.n_iter,
+                             cache_dir=tmp_path)
+    assert found["pure attention, no LayerNorm"][("softmax", 3)].from_cache
+    assert not found["pure attention, LayerNorm"][("softmax", 3)].from_cache
 
 
 @pytest.mark.parametrize("argv, message", [

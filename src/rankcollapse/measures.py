@@ -78,7 +78,8 @@ def relative_residual(x: torch.Tensor, norm: str = "composite", kind: str = "mea
 
 @dataclass(frozen=True)
 class Paths:
-    """Sampled paths through the layers: `layers`, `heads` `(n_paths, depth)`; `samples` `(n_paths,)`."""
+    """Sampled paths through the layers: `layers`, `heads` `(n_paths, depth)`; `samples`
+    `(n_paths,)` (one input per path) or `(n_paths, depth)` (an input per factor)."""
 
     layers: torch.Tensor
     heads: torch.Tensor
@@ -115,7 +116,8 @@ def path_products(attn: torch.Tensor, paths: Paths, order: str = "layer") -> tor
                          f"got {tuple(attn.shape)}")
     dev = attn.device
     layers, heads = paths.layers.to(dev), paths.heads.to(dev)
-    samples = paths.samples.to(dev)[:, None].expand_as(layers)
+    samples = paths.samples.to(dev)
+    samples = samples if samples.dim() == 2 else samples[:, None].expand_as(layers)
     factors = attn[layers, samples, heads]  # (n_paths, depth, n, n)
     product = factors[:, 0]
     for k in range(1, factors.shape[1]):

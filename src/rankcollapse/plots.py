@@ -425,3 +425,56 @@ def trained_attention_figure(stats: pd.DataFrame, titles: dict[str, str]):
     fig.legend(*scale.get_legend_handles_labels(), loc="outside lower center", ncol=3,
                fontsize="x-small")  # below the panels: no curve hidden
     return fig  # the error panel's markers (circles median, triangles largest): the caption
+
+
+# ----------------------------------------------------------------------------- chapter 6
+
+
+def iterations_figure(sweep: pd.DataFrame, titles: dict[str, str]):
+    """The Sinkhorn-trained models run with fewer iterations: test accuracy, largest row
+    error and time of a forward pass against the number of iterations (log axis; 0.5 is one
+    half-step, i.e. softmax), mean over seeds, one colour per task (these are all Sinkhorn
+    models: the colours name tasks, not normalizations)."""
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    palette = colors(list(titles))
+    for task, g in sweep.groupby("task", sort=False):
+        mean = g.groupby("iterations")[["accuracy", "row_error", "ms"]].mean()
+        for ax, column in zip(axes, mean.columns):
+            ax.plot(mean.index, mean[column], marker="o", markersize=3, color=palette[task],
+                    label=titles[task])
+    axes[1].axhline(1e-6, color="grey", linestyle=":", linewidth=1)
+    for ax, ylabel in zip(axes, ("test accuracy", "largest row error |row sum − 1|",
+                                 "forward pass (ms)")):
+        ax.set(xscale="log", xlabel="Sinkhorn iterations at inference (0.5: softmax)",
+               ylabel=ylabel)
+    axes[1].set_yscale("log")
+    axes[0].legend(fontsize="x-small")
+    return fig
+
+
+def lipschitz_figure(random: pd.DataFrame, trained: pd.DataFrame, titles: dict[str, str]):
+    """Local Lipschitz constants, softmax blue and Sinkhorn red. Left: random layers against
+    the logit scale, median over weight draws with a quartile band, one line style per n.
+    Right: trained layers against the layer, median over inputs and seeds, one line style
+    per task."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
+    for i, (n, g) in enumerate(random.groupby("n")):
+        for name, h in g.groupby("normalization", sort=False):
+            q = h.groupby("logit_std")["lipschitz"].quantile([0.25, 0.5, 0.75]).unstack()
+            left.plot(q.index, q[0.5], LINESTYLES[i % 4], marker="o", markersize=3,
+                      color=NORMALIZATION_COLORS[name], label=f"{display(name)}, n = {n}")
+            left.fill_between(q.index, q[0.25], q[0.75], color=NORMALIZATION_COLORS[name],
+                              alpha=0.15, linewidth=0)
+    left.set(xscale="log", yscale="log", xlabel="logit scale σ",
+             ylabel="local Lipschitz constant", title="Random layers")
+    for i, task in enumerate(titles):
+        for name, h in trained[trained["task"] == task].groupby("normalization", sort=False):
+            med = h.groupby("layer")["lipschitz"].median()
+            right.plot(med.index, med.values, LINESTYLES[i % 4], marker="o", markersize=3,
+                       color=NORMALIZATION_COLORS[name], label=f"{display(name)}, {titles[task]}")
+    right.xaxis.set_major_locator(MaxNLocator(integer=True))
+    right.set(yscale="log", xlabel="layer", ylabel="local Lipschitz constant",
+              title="Trained layers")
+    for ax in (left, right):
+        ax.legend(fontsize="xx-small", loc="upper left", bbox_to_anchor=(1.01, 1))
+    return fig

@@ -67,11 +67,22 @@ class Comparison:
         if not np.isfinite(self.ratio):
             return f"{said} (no ratio: {self.units} usable {unit})"
         if not (np.isfinite(self.low) and np.isfinite(self.high)):
-            return (f"{said} (ratio {self.ratio:#.3g} from {self.units} {unit}, "
+            return (f"{said} (ratio {significant(self.ratio)} from {self.units} {unit}, "
                     f"{self.excluded} left out: no interval)")
         left_out = f", {self.excluded} left out at the rounding floor" if self.excluded else ""
-        return (f"{said} (ratio {self.ratio:#.3g}, {LEVEL:.0%} interval "
-                f"{self.low:#.3g}–{self.high:#.3g}, {self.units} {unit}{left_out})")
+        return (f"{said} (ratio {significant(self.ratio)}, {LEVEL:.0%} interval "
+                f"{significant(self.low)}–{significant(self.high)}, {self.units} {unit}{left_out})")
+
+
+def significant(x: float) -> str:
+    """Three significant digits for prose: 0.909, 1.00, 555, 1530, 2.5e-07."""
+    if x != x or x in (float("inf"), float("-inf")) or x == 0:
+        return f"{x:g}"
+    if 1e3 <= abs(x) < 1e4:
+        return f"{x:.0f}"
+    if 1e-3 <= abs(x) < 1e3:
+        return f"{x:#.3g}".rstrip(".")
+    return f"{x:.2g}"
 
 
 def verdict_of(low: float, high: float, margin: float = MARGIN) -> str:
@@ -307,7 +318,8 @@ OPEN_QUESTIONS = {
 }
 FINDING_IDS = (*OPEN_QUESTIONS, "C10")
 FINDING_VERDICTS = ("Sinkhorn higher", "Sinkhorn lower", "Sinkhorn higher in part",
-                    "Sinkhorn lower in part", "parity", "mixed", "supported", "not supported",
+                    "Sinkhorn lower in part", "parity", "parity in part", "mixed", "supported",
+                    "not supported",
                     "fewer iterations suffice", "all iterations needed", "inconclusive")
 COMPARISON_RULE = (
     "Each comparison is Sinkhorn / softmax over independent units (weight draws, pools of "
@@ -372,18 +384,20 @@ def claim_verdict(expected: str, found: list[str]) -> str:
 
 def finding_verdict(found: list[str]) -> str:
     """What a set of comparison verdicts (Sinkhorn against softmax) found, for a row of
-    `FINDING_IDS`: one direction everywhere it is decided ('Sinkhorn higher'; 'in part' when
-    some comparisons are parity), parity everywhere decided, 'mixed' when both directions
-    occur, 'inconclusive' when nothing is decided. Inconclusive comparisons do not count."""
+    `FINDING_IDS`: one direction in every comparison ('Sinkhorn higher'), or in some while
+    the others are parity or undecided ('Sinkhorn higher in part'); parity everywhere, or
+    parity in part with the rest undecided; 'mixed' when both directions occur;
+    'inconclusive' when nothing is decided."""
     decided = {v for v in found if v != "inconclusive"}
     if not decided:
         return "inconclusive"
     if {"more", "less"} <= decided:
         return "mixed"
-    for direction, word in (("more", "Sinkhorn higher"), ("less", "Sinkhorn lower")):
+    for direction, word in (("more", "Sinkhorn higher"), ("less", "Sinkhorn lower"),
+                            ("parity", "parity")):
         if direction in decided:
-            return word if decided == {direction} else f"{word} in part"
-    return "parity"
+            return word if set(found) == {direction} else f"{word} in part"
+    return "inconclusive"
 
 
 def check_verdict(holds: bool | None) -> str:
@@ -474,6 +488,18 @@ def merge_verdicts(verdicts: list[str]) -> str:
     return "contradicted" if "contradicted" in known else "not reproduced"
 
 
+FINDING_RULE = (
+    "The verdict of a question says what its comparisons found: *Sinkhorn higher* (*lower*) "
+    "when every comparison that is decided finds it so, *in part* when others find parity, "
+    "*mixed* when both directions occur, *parity* or *inconclusive* otherwise; for the "
+    "mechanism (B2), *supported* where Sinkhorn is ahead along real paths and its advantage "
+    "shrinks when the correlation across layers is broken, *not supported* where it stays "
+    "or grows; for the iterations (B4), whether fewer than 50 iterations match the accuracy "
+    "of 50 in every task.")
+
+
 def claims_markdown(claims: list[Claim]) -> str:
-    """A bullet list of claims for a chapter's summary box, followed by the rules."""
-    return "\n".join(c.markdown() for c in claims) + f"\n\n{COMPARISON_RULE} {CLAIM_RULE}"
+    """A bullet list of claims for a chapter's summary box, followed by the rules (the
+    finding rule for the open questions)."""
+    rule = FINDING_RULE if all(c.id in FINDING_IDS for c in claims) else CLAIM_RULE
+    return "\n".join(c.markdown() for c in claims) + f"\n\n{COMPARISON_RULE} {rule}"

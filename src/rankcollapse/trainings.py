@@ -1,11 +1,13 @@
 """The trainings a profile needs, and a command that runs exactly one of them.
 
     rankcollapse-train --profile full --task mnist --normalization sinkhorn --seed 1 --device cuda
+    rankcollapse-train --profile full --task mnist --normalization softmax --seed 0 --variant pure-ln
     rankcollapse-train --profile full --list        # one command line per training
 
 Each training writes its model into the shared model cache (`models_dir()`: the
 `--cache-dir` option, else $RANKCOLLAPSE_MODELS, else `.cache/models` in the working
-directory), under the same key the trained-model chapter computes, so that any scheduler (a
+directory), under the same key the chapters compute (the complete models of chapter 5; with
+`--variant`, chapter 6's models trained as pure attention), so that any scheduler (a
 Slurm job array, one process per GPU) can run a profile's trainings in parallel and
 `make book PROFILE=full` then trains only what is missing. Trainings of the same model wait
 for each other; a finished one is loaded, not repeated.
@@ -32,35 +34,51 @@ def models_dir(cache_dir: str | Path | None = None) -> Path:
     return Path(cache_dir or os.environ.get("RANKCOLLAPSE_MODELS") or ".cache/models")
 
 
+# What a model is trained as: complete (chapter 5), or pure attention with and without the
+# blocks' LayerNorm (chapter 6; `open_questions.SCRATCH` in the same order).
+VARIANTS = ("complete", "pure-ln", "pure-no-ln")
+
+
 @dataclass(frozen=True)
 class Training:
     profile: str
     task: str
     normalization: str
     seed: int
+    variant: str = "complete"
 
     def command(self, device: str = "cuda") -> str:
+        variant = "" if self.variant == "complete" else f" --variant {self.variant}"
         return (f"rankcollapse-train --profile {self.profile} --task {self.task} "
-                f"--normalization {self.normalization} --seed {self.seed} --device {device}")
+                f"--normalization {self.normalization} --seed {self.seed} --device {device}"
+                + variant)
 
 
 def planned(profile: str) -> list[Training]:
-    """Every training the trained-model chapter of `profile` needs, in its order."""
+    """Every training the chapters of `profile` need, in their order: chapter 5's complete
+    models, then chapter 6's pure ones for the profile's `scratch_tasks`."""
     settings = get_profile(profile)
-    return [Training(settings.name, task, name, seed) for task in settings.tasks
-            for name in NORMALIZATIONS for seed in settings.train_seeds]
+    complete = [Training(settings.name, task, name, seed) for task in settings.tasks
+                for name in NORMALIZATIONS for seed in settings.train_seeds]
+    pure = [Training(settings.name, task, name, seed, variant) for task in settings.scratch_tasks
+            for variant in VARIANTS[1:] for name in NORMALIZATIONS for seed in settings.train_seeds]
+    return complete + pure
 
 
 def run(training: Training, device: str = "auto", cache_dir: str | Path | None = None,
         quiet: bool = False):
     """Train (or load) one model into the cache; returns its `TrainResult`."""
+    from .experiments.open_questions import SCRATCH
     from .experiments.trained_models import load_task, train_config
     from .training import train
 
     settings = get_profile(training.profile)
     task = settings.tasks[training.task]
     train_data, test_data = load_task(task)
-    cfg = train_config(task, train_data, training.normalization, training.seed, settings.n_iter)
+    switches = None if training.variant == "complete" else \
+        list(SCRATCH.values())[VARIANTS.index(training.variant) - 1]
+    cfg = train_config(task, train_data, training.normalization, training.seed, settings.n_iter,
+                       switches)
     return train(cfg, train_data, test_data, models_dir(cache_dir), device, quiet=quiet)
 
 
@@ -86,6 +104,9 @@ def parser() -> argparse.ArgumentParser:
     cli.add_argument("--normalization", choices=NORMALIZATIONS)
     cli.add_argument("--seed", type=seed_argument, help="training seed, in [0, 2**32)")
     cli.add_argument("--device", choices=DEVICES, default="auto")
+    cli.add_argument("--variant", choices=VARIANTS, default="complete",
+                     help="complete (chapter 5), or pure attention with or without LayerNorm "
+                          "(chapter 6)")
     cli.add_argument("--cache-dir", type=Path, default=None,
                      help="model cache (default: $RANKCOLLAPSE_MODELS, else .cache/models)")
     return cli
@@ -109,8 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         resolve_device(args.device)
     except ValueError as error:
         cli.error(str(error))
-    result = run(Training(args.profile, args.task, args.normalization, args.seed), args.device,
-                 args.cache_dir, quiet=True)
+    result = run(Training(args.profile, args.task, args.normalization, args.seed, args.variant),
+                 args.device, args.cache_dir, quiet=True)
     state = "loaded from the cache" if result.from_cache else "trained"
     print(f"{args.task} {args.normalization} seed {args.seed}: {state}, test accuracy "
           f"{result.test_accuracy:.4f}, {result.steps} steps")

@@ -26,12 +26,15 @@ LABELS = {  # Profile field -> what it sets (chapter)
     "n_pools": "independent pools of random matrices or networks (chapters 4, 5)",
     "paths_per_pool": "sampled paths per depth in each pool",
     "train_seeds": "training seeds per task and normalization (chapter 5)",
-    "n_eval": "test inputs analysed per trained model (chapter 5)",
+    "n_eval": "test inputs analysed per trained model (chapters 5, 6)",
+    "scratch_tasks": "tasks also trained as pure attention (chapter 6)",
+    "lipschitz_draws": "random layers per setting, Lipschitz constants (chapter 6)",
 }
 TASK_ROWS = {  # chapter 5, per task: label -> how to read it from the Task
     "dataset": lambda t: f"`{t.dataset}`",
     "layers, width, heads, FFN width": lambda t: f"{t.depth}, {t.d_model}, {t.n_heads}, {t.d_ff}",
     "epochs, batch size, learning rate": lambda t: f"{t.epochs}, {t.batch_size}, {t.lr:g}",
+    "training examples": lambda t: f"first {t.train_limit:,}" if t.train_limit else "all",
     "input": lambda t: (f"{t.max_len} tokens" if t.dataset in ("wordnet4", "ag_news") else
                         f"{t.patch}x{t.patch} patches"
                         + (f" of {t.image_size}x{t.image_size} images" if t.image_size else "")),

@@ -24,7 +24,7 @@ from ..models import Classifier, EncoderConfig, EncoderOutput, ModelConfig, Swit
 from ..normalizations import NORMALIZATIONS, marginal_errors, sinkhorn
 from ..profiles import Task
 from ..stats import (MIN_UNITS, VERDICTS, Claim, check_verdict, claim_verdict, compare,
-                     compare_table, describe, unit_values)
+                     compare_table, describe, significant, unit_values)
 from ..training import TrainConfig, TrainResult, train
 from ..trainings import models_dir
 from .random_matrix_control import path_residuals
@@ -34,6 +34,16 @@ VARIANTS = {"full model": Switches(),
             "without FFN": Switches(ffn=False),
             "without skip": Switches(skip=False),
             "pure attention (no FFN, no skip)": Switches(skip=False, ffn=False)}
+
+
+ROLES = {"text": "text classification", "mnist": "MNIST digits", "cats_dogs": "Cats and Dogs"}
+
+
+def task_titles(data: dict[str, tuple[Dataset, Dataset]]) -> dict[str, str]:
+    """A title per task role (`ROLES`), naming the stand-in dataset where one is used."""
+    return {role: ROLES[role] + (f" (stand-in: {train.name})"
+                                 if dataset_record(train.name).stands_in_for else "")
+            for role, (train, _) in data.items()}
 
 
 def load_task(task: Task, root=None, limit_test: int | None = None) -> tuple[Dataset, Dataset]:
@@ -387,8 +397,8 @@ def claims(hidden: pd.DataFrame, outputs: pd.DataFrame, paths: pd.DataFrame,
             no_lead = " but Sinkhorn is not ahead there, so no advantage is more visible" \
                 if r.verdict == "more" and r.first_verdict != "more" else ""
             lines.append(f"{titles[r.task]}: {words[r.verdict]}{no_lead} (Sinkhorn / softmax "
-                         f"{r.first_ratio:#.3g} {where}, {r.second_ratio:#.3g} {other}; ratio of "
-                         f"ratios {r.ratio:#.3g}, interval {r.low:#.3g}–{r.high:#.3g}, "
+                         f"{significant(r.first_ratio)} {where}, {significant(r.second_ratio)} {other}; ratio of "
+                         f"ratios {significant(r.ratio)}, interval {significant(r.low)}–{significant(r.high)}, "
                          f"{r.units} {unit}).")
         return " ".join(lines)
 

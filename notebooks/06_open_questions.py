@@ -1,0 +1,291 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Questions the paper left open
+#
+# The paper {cite}`lapenna2026sinkhorn` leaves some questions open: it never trains pure
+# self-attention from scratch (its limitations), it offers the correlation of attention
+# matrices along a path only as a hypothesis for why Sinkhorn keeps more rank, and it names
+# the Lipschitz properties of Sinkhorn against softmax attention as future work. This
+# chapter answers them with experiments of its own, on the models of chapter 5 wherever it
+# can:
+#
+# - **B1**: pure self-attention (no FFN, no skip connections) *trained* that way, with and
+#   without LayerNorm. Does it learn, and how fast does each normalization collapse?
+# - **B2**: the mechanism. If the advantage comes from the correlation of the attention along
+#   a real path, it should shrink when that correlation is broken.
+# - **B3**: the normalization swapped at inference, to separate what the weights learned from
+#   what the normalization does.
+# - **B4**: how many Sinkhorn iterations inference needs.
+# - **C10**: local Lipschitz constants of attention layers, random and trained.
+#
+# ```{admonition} Beyond the paper
+# :class: note
+# Everything in this chapter is the book's own experiment: the paper reports none of it.
+# Each question gets a verdict from the same rule as the paper's claims, but the verdict
+# says what was found ("Sinkhorn higher", "supported", ...), not whether a claim held.
+# ```
+
+# %% tags=["parameters"]
+profile = "ci"
+device = "auto"
+seed = 0
+
+# %% tags=["remove-input"]
+from rankcollapse_book.chapter import chapter_header
+
+chapter = chapter_header(profile, device, seed)
+settings = chapter.settings
+
+# %%
+
+from rankcollapse import plots
+from rankcollapse.experiments import open_questions as oq
+from rankcollapse.experiments import trained_models as tm
+from rankcollapse.experiments.rank_collapse import log_summary
+
+tasks = settings.tasks
+data = {role: tm.load_task(task) for role, task in tasks.items()}
+TITLES = tm.task_titles(data)
+tests = {role: test for role, (_, test) in data.items()}
+# chapter 5's complete models (cached: trained there, loaded here)
+complete = {role: tm.train_models(task, *data[role], settings.train_seeds, chapter.device,
+                                  settings.n_iter) for role, task in tasks.items()}
+models = {role: {key: r.model for key, r in by_model.items()} for role, by_model in complete.items()}
+
+# %% [markdown]
+# ## B1: pure self-attention trained from scratch
+#
+# Chapter 5's models are trained complete and have parts switched off only at inference,
+# as in the paper. Here the same architecture is *trained* without FFN and without skip
+# connections, once with the blocks' LayerNorm and once without it (the classifier's final
+# LayerNorm stays), {glue:text}`ch6_seeds` seeds per normalization, on
+# {glue:text}`ch6_scratch_tasks` (the same data, epochs and optimizer as chapter 5). Each
+# is compared with chapter 5's complete models run with the same parts switched off.
+
+# %% tags=["hide-output"]
+scratch = {role: oq.train_scratch(tasks[role], *data[role], settings.train_seeds,
+                                  chapter.device, settings.n_iter)
+           for role in settings.scratch_tasks}
+role = settings.scratch_tasks[0]
+scratch_accuracy, scratch_residuals = oq.scratch_analysis(
+    scratch[role], complete[role], tests[role], settings.n_eval, chapter.device)
+scratch_cmp = oq.scratch_comparisons(scratch_residuals)
+contrast = oq.training_contrast(scratch_residuals)
+chance = 1 / len(data[role][0].classes)
+
+# %% tags=["remove-cell"]
+chapter.glue({"ch6_seeds": len(settings.train_seeds), "ch6_chance": chance,
+              "ch6_scratch_tasks": ", ".join(TITLES[r] for r in settings.scratch_tasks),
+              "ch6_acc_inputs": oq.ACCURACY_INPUTS})
+
+# %%
+(scratch_accuracy.groupby(["variant", "training", "normalization"], sort=False)["accuracy"]
+ .agg(["mean", "std"]).rename(columns={"mean": "test accuracy", "std": "std over seeds"})
+ .style.format("{:.3f}"))
+
+# %% [markdown]
+# Test accuracy on the first {glue:text}`ch6_acc_inputs` test inputs, mean and standard
+# deviation over seeds; chance is {glue:text}`ch6_chance:.3f`.
+
+# %% mystnb={"figure": {"caption": "Relative residual of the hidden states against depth (log scale) in pure self-attention, with the blocks' LayerNorm (left) and without (right): models trained that way (solid) and complete models with the same parts switched off only at inference (dashed), softmax blue and Sinkhorn red. Geometric means over test inputs and seeds, one standard deviation bands; dotted, where a panel comes near it: the float64 rounding floor (a layer mostly at the floor is not drawn).", "name": "fig-scratch-residual"}}
+summary = log_summary(scratch_residuals.assign(task=scratch_residuals["variant"],
+                                               variant=scratch_residuals["training"]),
+                      ["task", "variant", "normalization", "layer"], floor=tm.FLOOR)
+fig = plots.task_panels(summary, {v: v for v in oq.SCRATCH}, "relative residual $r(X_l)$",
+                        {"from scratch": "-", "switched off at inference": "--"},
+                        floor=tm.FLOOR)
+chapter.show(fig, "fig-scratch-residual", summary)
+
+# %% tags=["remove-cell"]
+b1 = oq.scratch_claim(scratch_accuracy, scratch_cmp, contrast, chance)
+chapter.glue_text({"ch6_b1": f"**{b1.verdict.capitalize()}.** {b1.finding}"})
+
+# %% [markdown]
+# {glue:md}`ch6_b1`
+#
+# The rank comparison is over the training seeds at each layer, as in chapter 5; the
+# comparison of the two trainings treats the models trained pure and the complete models
+# as two independent groups of seeds (Welch's $t$ interval for the ratio of their
+# geometric means).
+#
+# ## B2: the mechanism, with the correlation along the path broken
+#
+# A path picks layers and a head in each, as in chapter 5. With **one input**, every factor
+# is that input's attention, so consecutive factors are correlated: each layer's input is
+# the previous layer's output. With the **inputs mixed**, each factor comes from an
+# independent random test input; with the **inputs shuffled**, every layer's attention
+# matrices are permuted across the inputs, and a path follows its input through the
+# permutations. Both keep each layer's distribution of matrices and break the correlation
+# across layers. The same layers and heads are sampled in every mode. The paper's
+# hypothesis predicts that Sinkhorn's advantage shrinks once the correlation is broken.
+# Text inputs have different paddings, whose products would not act on the same tokens, so
+# this runs on the image tasks.
+
+# %%
+mech = oq.mechanism(models, tests, settings.n_eval, settings.n_paths, seed)
+mech_cmp = oq.mechanism_comparisons(mech)
+mech_contrast = oq.mechanism_contrast(mech)
+image_tasks = {t: TITLES[t] for t in tasks if tests[t].mask is None}
+
+# %% mystnb={"figure": {"caption": "Ratio Sinkhorn / softmax of the median rank-1 residual of attention path products against path depth, complete trained models, with every factor from one input and with the correlation across layers broken (inputs mixed, inputs shuffled); geometric mean over seeds with its 95% Student t interval (three seeds); grey band: the parity margin. Above 1 Sinkhorn keeps more rank.", "name": "fig-mechanism"}}
+fig = plots.ratio_panels(mech_cmp.assign(setting=mech_cmp["mode"]), image_tasks,
+                         order=list(oq.MODES))
+chapter.show(fig, "fig-mechanism", mech_cmp)
+
+# %% tags=["remove-cell"]
+b2 = oq.mechanism_claim(mech_contrast, TITLES)
+chapter.glue_text({"ch6_b2": f"**{b2.verdict.capitalize()}.** {b2.finding}"})
+
+# %% [markdown]
+# The test, per task and broken mode: for each seed, the mean over depths of
+# $\log$(Sinkhorn / softmax) with one input minus the same with the correlation broken,
+# compared over seeds with the verdict rule ("the advantage shrinks" when this ratio of
+# ratios lies above 1 beyond the margin). It counts for the hypothesis only where Sinkhorn
+# is ahead with one input in the first place. {glue:md}`ch6_b2`
+#
+# ## B3: the normalization swapped at inference
+#
+# Every complete model of chapter 5 is run with both normalizations: softmax-trained
+# weights with Sinkhorn attention (50 iterations) and Sinkhorn-trained weights with
+# softmax. On the same weights, the ratio Sinkhorn / softmax at inference isolates what the
+# normalization itself does; the accuracies say how much the weights depend on the
+# normalization they were trained with.
+
+# %%
+swap_accuracy, swap_residuals = oq.swapped(complete, tests, settings.n_eval, chapter.device)
+swap_cmp = oq.swap_comparisons(swap_residuals)
+(swap_accuracy.assign(task=swap_accuracy["task"].map(TITLES))
+ .pivot_table(index=["task", "trained"], columns="normalization", values="accuracy",
+              aggfunc="mean", sort=False)
+ .rename_axis(columns="at inference").style.format("{:.3f}"))
+
+# %% [markdown]
+# Test accuracy (first {glue:text}`ch6_acc_inputs` test inputs, mean over seeds) of each
+# model (rows: the normalization it was trained with) run with each normalization.
+
+# %% mystnb={"figure": {"caption": "Ratio of the hidden-state residual with Sinkhorn at inference to that with softmax, the same trained weights, against the layer; weights trained with softmax and with Sinkhorn (line colours), one panel per task; geometric mean over seeds with its 95% Student t interval; grey band: the parity margin. Above 1 Sinkhorn at inference keeps more rank with the same weights.", "name": "fig-swapped"}}
+fig = plots.ratio_panels(swap_cmp.assign(setting=swap_cmp["variant"]), TITLES, x="layer",
+                         xlabel="layer", ylabel="residual ratio, Sinkhorn / softmax at inference")
+chapter.show(fig, "fig-swapped", swap_cmp)
+
+# %% tags=["remove-cell"]
+b3 = oq.swap_claim(swap_cmp, swap_accuracy, TITLES)
+chapter.glue_text({"ch6_b3": f"**{b3.verdict.capitalize()}.** {b3.finding}"})
+
+# %% [markdown]
+# {glue:md}`ch6_b3`
+#
+# ## B4: how many Sinkhorn iterations inference needs
+#
+# The Sinkhorn-trained models are run with 1, 2, 3, 5, 10, 20 and 50 iterations, and with a
+# single half-step (a row normalization of $\exp$ of the logits, which is softmax): test
+# accuracy, the largest row error of the attention (median over inputs of the largest over
+# layers and heads), the residual of the last hidden state, and the time of one forward
+# pass over {glue:text}`ch6_n_eval` test inputs on this run's device (interleaved rounds,
+# median).
+
+# %%
+sweep = oq.iteration_sweep(complete, tests, settings.n_eval, chapter.device)
+(sweep.assign(task=sweep["task"].map(TITLES)).groupby(["task", "iterations"], sort=False)
+ [["accuracy", "row_error", "residual", "ms"]].mean()
+ .rename(columns={"accuracy": "test accuracy", "row_error": "row error",
+                  "residual": "last-layer residual", "ms": "forward pass (ms)"})
+ .style.format({"test accuracy": "{:.3f}", "row error": "{:.1e}",
+                "last-layer residual": "{:.3g}", "forward pass (ms)": "{:.1f}"}))
+
+# %% mystnb={"figure": {"caption": "The Sinkhorn-trained models run with fewer Sinkhorn iterations at inference (horizontal, log scale; 0.5 is one half-step, i.e. softmax): test accuracy (left), largest row error of the attention (middle, log scale; dotted: $10^{-6}$) and time of one forward pass (right), mean over seeds, one colour per task.", "name": "fig-iterations"}}
+chapter.show(plots.iterations_figure(sweep, TITLES), "fig-iterations", sweep)
+
+# %% tags=["remove-cell"]
+b4 = oq.iteration_claim(sweep, TITLES)
+chapter.glue({"ch6_n_eval": settings.n_eval})
+chapter.glue_text({"ch6_b4": f"**{b4.verdict.capitalize()}.** {b4.finding}"})
+
+# %% [markdown]
+# {glue:md}`ch6_b4`
+#
+# What this implies for cheaper inference: where fewer iterations already match the
+# accuracy of 50, their time ratio above is what inference could save with the weights as
+# trained; amortized operators that replace the iteration altogether are reported elsewhere
+# to be faster still, but this book measures only its own implementation. The times depend
+# on the device and on this implementation's early stopping (see the appendix).
+#
+# ## C10: local Lipschitz constants
+#
+# Two facts frame the question. The softmax *function*, logits to probabilities, is
+# 1/2-Lipschitz. Dot-product self-attention, as a map of the tokens, is not Lipschitz at
+# all: its logits are quadratic in the tokens, so its local constant grows without bound
+# with their scale. What can be compared is therefore the **local** Lipschitz constant at
+# given inputs: the spectral norm of the layer's Jacobian with respect to its $n \times d$
+# tokens, found by power iteration on $J^\top J$ (Jacobian-vector and vector-Jacobian
+# products by automatic differentiation, Sinkhorn computed by its definition so that both
+# exist). Power iteration approaches the norm from below; the cell below checks it against
+# the whole Jacobian on the first random layer of each normalization.
+#
+# **Random layers**: one attention layer with Gaussian weights of logit scale $\sigma$
+# (chapter 1's construction, {glue:text}`ch6_d` dimensions, {glue:text}`ch6_heads` heads) at
+# a random input of $n$ unit-variance tokens, softmax and Sinkhorn on the same weights and
+# input, {glue:text}`ch6_draws` independent draws per setting. **Trained layers**: the first,
+# middle and last attention layers of chapter 5's complete models, each at its own input
+# (the LayerNorm of the previous hidden state, real tokens only) for
+# {glue:text}`ch6_lip_inputs` test inputs. **Trained models**: the relative change of the
+# class logits per relative change of the input embeddings, for small random perturbations
+# ($10^{-4}$ of their norm).
+
+# %%
+lip_scales, lip_sizes = (0.5, 1.0, 2.0, 4.0), (settings.n_tokens // 2, settings.n_tokens)
+random_lip = oq.random_lipschitz(settings.d_model, settings.n_heads, lip_scales, lip_sizes,
+                                 settings.lipschitz_draws, seed, settings.n_iter)
+depth = tasks["mnist"].depth
+trained_lip = oq.trained_lipschitz(models, tests, (1, depth // 2, depth), 2)
+sensitive = oq.sensitivity(models, tests, settings.n_eval, seed=seed)
+check = oq.power_iteration_check(settings.d_model, settings.n_heads, lip_sizes[0], seed,
+                                 settings.n_iter)
+check
+
+# %% mystnb={"figure": {"caption": "Local Lipschitz constant of one attention layer (spectral norm of its Jacobian with respect to the tokens, log scale), softmax blue and Sinkhorn red. Left: random layers against the logit scale (log scale), one line style per n, median over weight draws with a quartile band. Right: trained layers of chapter 5's complete models against the layer, median over inputs and seeds, one line style per task.", "name": "fig-lipschitz"}}
+chapter.show(plots.lipschitz_figure(random_lip, trained_lip, TITLES), "fig-lipschitz",
+             random_lip)
+
+# %% tags=["remove-cell"]
+c10 = oq.lipschitz_claim(random_lip, trained_lip, sensitive, TITLES)
+chapter.glue({"ch6_d": settings.d_model, "ch6_heads": settings.n_heads,
+              "ch6_draws": settings.lipschitz_draws, "ch6_lip_inputs": 2})
+chapter.glue_text({"ch6_c10": f"**{c10.verdict.capitalize()}.** {c10.finding}"})
+
+# %% [markdown]
+# {glue:md}`ch6_c10`
+#
+# ````{admonition} What this chapter finds
+# :class: tip
+# The questions the paper left open, answered on this run's numbers (each comparison over
+# independent units with the book's verdict rule):
+#
+# ```{glue:md} ch6_claims
+# :format: myst
+# ```
+# ````
+#
+# ```{admonition} What this run can and cannot say
+# :class: warning
+# In the `ci` profile the models are small and trained on stand-in data with three seeds
+# per normalization, and B1 trains pure models only for the task its section names: read
+# these answers as a demonstration of each experiment. The `full` profile runs the same
+# code at the paper's sizes.
+# ```
+
+# %% tags=["remove-cell"]
+chapter.glue_claims("ch6_claims", [b1, b2, b3, b4, c10], "06_open_questions",
+                    data="trained models: " + "; ".join(TITLES.values())
+                    + "; random weights, inputs and logits")

@@ -1,0 +1,176 @@
+"""Chapter 6's experiments: paths with broken correlation, swapped normalizations, fewer
+iterations, pure training, Lipschitz constants; decided on constructed numbers where the
+answer is known, and run end to end on tiny models."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from rankcollapse.data import Dataset
+from rankcollapse.experiments import open_questions as oq
+from rankcollapse.experiments.trained_models import train_config
+from rankcollapse.measures import path_products, sample_paths
+from rankcollapse.models import build_model
+from rankcollapse.profiles import Task
+from rankcollapse.training import TrainResult
+
+
+def test_modes_choose_the_inputs_of_each_factor():
+    g = torch.Generator().manual_seed(0)
+    base = sample_paths(6, 2, 4, 50, 8, g)
+    one = oq.mode_paths(base, "one input", 8, 6, g)
+    assert (one.samples == base.samples[:, None]).all()
+    mixed = oq.mode_paths(base, "inputs mixed", 8, 6, g)
+    assert mixed.samples.shape == (50, 4) and (mixed.samples != mixed.samples[:, :1]).any()
+    shuffled = oq.mode_paths(base, "inputs shuffled", 8, 6, g)
+    # within a layer the shuffle is a permutation: one input maps to one input
+    for layer in range(6):
+        at = base.layers == layer
+        pairs = set(zip(base.samples[:, None].expand_as(at)[at].tolist(),
+                        shuffled.samples[at].tolist()))
+        assert len({a for a, _ in pairs}) == len(pairs) == len({b for _, b in pairs})
+    with pytest.raises(ValueError, match="unknown mode"):
+        oq.mode_paths(base, "random", 8, 6, g)
+
+
+def test_products_take_each_factor_from_its_own_input():
+    g = torch.Generator().manual_seed(1)
+    attn = torch.rand(3, 4, 2, 5, 5, generator=g, dtype=torch.float64)
+    paths = oq.mode_paths(sample_paths(3, 2, 3, 6, 4, g), "inputs mixed", 4, 3, g)
+    got = path_products(attn, paths)
+    for p in range(6):  # a plain loop as the reference
+        expected = torch.eye(5, dtype=torch.float64)
+        for k in range(3):
+            expected = expected @ attn[paths.layers[p, k], paths.samples[p, k], paths.heads[p, k]]
+        torch.testing.assert_close(got[p], expected)
+
+
+def constructed_paths(one: float, broken: float, seeds=range(5)) -> pd.DataFrame:
+    """Path residuals where Sinkhorn = ratio x softmax: `one` with one input, `broken` in
+    the other modes."""
+    rows = []
+    for seed in seeds:
+        for mode in oq.MODES:
+            ratio = one if mode == "one input" else broken
+            for depth in (2, 3):
+                for path in range(3):
+                    base = 0.01 * (1 + seed) * (1 + path)
+                    rows += [dict(task="t", mode=mode, depth=depth, path=path, sample=path,
+                                  seed=seed, normalization="softmax", residual=base),
+                             dict(task="t", mode=mode, depth=depth, path=path, sample=path,
+                                  seed=seed, normalization="sinkhorn", residual=ratio * base)]
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("one, broken, verdict", [(4.0, 1.0, "supported"),
+                                                  (2.0, 2.0, "not supported"),
+                                                  (0.5, 0.5, "inconclusive")])
+def test_the_mechanism_verdict(one, broken, verdict):
+    paths = constructed_paths(one, broken)
+    contrast = oq.mechanism_contrast(paths)
+    assert set(contrast.broken) == {"inputs mixed", "inputs shuffled"}
+    claim = oq.mechanism_claim(contrast, {"t": "T"})
+    assert claim.verdict == verdict and claim.id == "B2"
+    assert claim.number == pytest.approx(one / broken)
+    comparisons = oq.mechanism_comparisons(paths)
+    assert set(comparisons["mode"]) == set(oq.MODES)
+
+
+def constructed_sweep(enough: int, seeds=range(4)) -> pd.DataFrame:
+    """Accuracy 0.9 from `enough` iterations on, 0.5 below (per seed a little noise)."""
+    return pd.DataFrame([dict(task="t", seed=s, iterations=k,
+                              accuracy=(0.9 if k >= enough else 0.5) + 0.001 * s,
+                              residual=0.1, row_error=1e-3 / k, ms=10.0 * k)
+                         for s in seeds for k in oq.ITERATIONS])
+
+
+@pytest.mark.parametrize("enough, verdict", [(3, "fewer iterations suffice"),
+                                             (50, "all iterations needed")])
+def test_the_fewest_iterations_that_match(enough, verdict):
+    claim = oq.iteration_claim(constructed_sweep(enough), {"t": "T"})
+    assert claim.verdict == verdict and claim.number == enough
+    assert f"{10.0 * enough / 500:.2f} of the time" in claim.finding
+    few = oq.iteration_claim(constructed_sweep(enough, seeds=range(2)), {"t": "T"})
+    assert few.verdict == "inconclusive"  # two seeds are too few to decide
+
+
+# ----------------------------------------------------------------------------- tiny models
+
+
+def image_data(n=16, side=8, seed=0) -> Dataset:
+    g = torch.Generator().manual_seed(seed)
+    return Dataset("toy", "test", torch.rand(n, 1, side, side, generator=g),
+                   torch.arange(n) % 2, None, ["x", "y"], "image", "toy")
+
+
+TASK = Task("toy", depth=3, d_model=16, n_heads=2, d_ff=32, epochs=1, batch_size=4, lr=1e-3,
+            warmup_steps=1, patch=4)
+
+
+def tiny_results(data, switches=None) -> dict:
+    results = {}
+    for seed in (0, 1, 2):
+        for name in ("softmax", "sinkhorn"):
+            torch.manual_seed(seed)
+            cfg = train_config(TASK, data, name, seed, n_iter=10, switches=switches)
+            results[(name, seed)] = TrainResult(build_model(cfg.model).eval(), cfg, 0.5, 0.0, 1,
+                                                [], False)
+    return results
+
+
+def test_attention_set_swaps_and_restores():
+    model = tiny_results(image_data())[("sinkhorn", 0)].model
+    with oq.attention_set(model, "softmax", 3):
+        assert all(b.attn.normalization == "softmax" and b.attn.n_iter == 3
+                   for b in model.encoder.blocks)
+    assert all(b.attn.normalization == "sinkhorn" and b.attn.n_iter == 10
+               for b in model.encoder.blocks)
+
+
+def test_swapped_and_iterations_on_tiny_models():
+    data = image_data()
+    results = {"img": tiny_results(data)}
+    accuracy, residuals = oq.swapped(results, {"img": data}, 8, torch.device("cpu"))
+    assert len(accuracy) == 3 * 2 * 2 and accuracy.accuracy.between(0, 1).all()
+    assert set(residuals.layer) == {0, 1, 2, 3}
+    comparisons = oq.swap_comparisons(residuals)
+    assert set(comparisons.variant) == {"trained with softmax", "trained with sinkhorn"}
+    claim = oq.swap_claim(comparisons, accuracy, {"img": "Img"})
+    assert claim.id == "B3" and "weights trained with Sinkhorn" in claim.finding
+    sweep = oq.iteration_sweep(results, {"img": data}, 8, torch.device("cpu"), repeats=1)
+    assert len(sweep) == 3 * len(oq.ITERATIONS)  # the Sinkhorn models only
+    errors = sweep.groupby("iterations")["row_error"].median()
+    assert errors[50] < errors[1]  # more iterations, closer to doubly stochastic
+    assert oq.iteration_claim(sweep, {"img": "Img"}).id == "B4"
+
+
+def test_pure_training_analysis_runs_both_trainings_with_the_same_parts_off():
+    data = image_data()
+    scratch = {v: tiny_results(data, sw) for v, sw in oq.SCRATCH.items()}
+    accuracy, residuals = oq.scratch_analysis(scratch, tiny_results(data), data, 8,
+                                              torch.device("cpu"))
+    assert set(accuracy.training) == {"from scratch", "switched off at inference"}
+    assert len(accuracy) == 2 * 2 * 3 * 2
+    comparisons = oq.scratch_comparisons(residuals)
+    assert set(comparisons.setting) == set(oq.SCRATCH)
+    contrast = oq.training_contrast(residuals)
+    assert set(contrast.normalization) == {"softmax", "sinkhorn"}
+    assert (contrast.units <= 3).all() and (contrast.units == 3).any()  # floor layers drop
+    claim = oq.scratch_claim(accuracy, comparisons, contrast, chance=0.5)
+    assert claim.id == "B1" and "chance 0.500" in claim.finding
+
+
+def test_lipschitz_tables_and_claim():
+    data = image_data()
+    models = {"img": {k: r.model for k, r in tiny_results(data).items()}}
+    random = oq.random_lipschitz(16, 2, (0.5, 2.0), (4,), 3, seed=0, n_iter=10)
+    assert len(random) == 2 * 3 * 2 and (random.lipschitz > 0).all()
+    # the same weights for both normalizations: at tiny logits the constants nearly agree
+    trained = oq.trained_lipschitz(models, {"img": data}, [1, 3], 2)
+    assert set(trained.layer) == {1, 3} and len(trained) == 3 * 2 * 2 * 2
+    sensitive = oq.sensitivity(models, {"img": data}, 4, directions=2)
+    assert len(sensitive) == 3 * 2 * 4 * 2 and (sensitive.sensitivity > 0).all()
+    claim = oq.lipschitz_claim(random, trained, sensitive, {"img": "Img"})
+    assert claim.id == "C10" and "Random layers, n = 4" in claim.finding
+    assert np.isfinite(claim.number)
