@@ -48,6 +48,7 @@ chapter = chapter_header(profile, device, seed)
 settings = chapter.settings
 
 # %%
+from dataclasses import replace
 
 from rankcollapse import plots
 from rankcollapse.experiments import open_questions as oq
@@ -90,15 +91,20 @@ chapter.glue({"ch6_seeds": len(settings.train_seeds), "ch6_chance": chance,
               "ch6_acc_inputs": oq.ACCURACY_INPUTS})
 
 # %%
-(scratch_accuracy.groupby(["variant", "training", "normalization"], sort=False)["accuracy"]
+(scratch_accuracy.assign(normalization=scratch_accuracy["normalization"].map(plots.display))
+ .groupby(["variant", "training", "normalization"], sort=False)["accuracy"]
  .agg(["mean", "std"]).rename(columns={"mean": "test accuracy", "std": "std over seeds"})
  .style.format("{:.3f}"))
 
 # %% [markdown]
 # Test accuracy on the first {glue:text}`ch6_acc_inputs` test inputs, mean and standard
-# deviation over seeds; chance is {glue:text}`ch6_chance:.3f`.
+# deviation over seeds; chance is {glue:text}`ch6_chance:.3f`. The residuals below are
+# measured on the first {glue:text}`ch6_n_eval` of them. In pure attention the hidden states
+# reach the float64 rounding floor within a few layers (the deepest layer drawn below is
+# {glue:text}`ch6_deepest`), so only the first layers carry a comparison; a model can still
+# classify from the first token's state, which the classifier's own LayerNorm rescales.
 
-# %% mystnb={"figure": {"caption": "Relative residual of the hidden states against depth (log scale) in pure self-attention, with the blocks' LayerNorm (left) and without (right): models trained that way (solid) and complete models with the same parts switched off only at inference (dashed), softmax blue and Sinkhorn red. Geometric means over test inputs and seeds, one standard deviation bands; dotted, where a panel comes near it: the float64 rounding floor (a layer mostly at the floor is not drawn).", "name": "fig-scratch-residual"}}
+# %% mystnb={"figure": {"caption": "Relative residual of the hidden states against depth (log scale) in pure self-attention, with the blocks' LayerNorm (left) and without (right): models trained that way (solid) and complete models with the same parts switched off only at inference (dashed), softmax blue and Sinkhorn red. Geometric means over the test inputs of all seeds and one standard deviation of $\\log_{10} r$ (the verdicts compare the seeds' medians instead); dotted, where a panel comes near it: the float64 rounding floor (a layer mostly at the floor is not drawn).", "name": "fig-scratch-residual"}}
 summary = log_summary(scratch_residuals.assign(task=scratch_residuals["variant"],
                                                variant=scratch_residuals["training"]),
                       ["task", "variant", "normalization", "layer"], floor=tm.FLOOR)
@@ -106,6 +112,7 @@ fig = plots.task_panels(summary, {v: v for v in oq.SCRATCH}, "relative residual 
                         {"from scratch": "-", "switched off at inference": "--"},
                         floor=tm.FLOOR)
 chapter.show(fig, "fig-scratch-residual", summary)
+chapter.glue({"ch6_deepest": int(summary["layer"].max())})
 
 # %% tags=["remove-cell"]
 b1 = oq.scratch_claim(scratch_accuracy, scratch_cmp, contrast, chance)
@@ -126,8 +133,9 @@ chapter.glue_text({"ch6_b1": f"**{b1.verdict.capitalize()}.** {b1.finding}"})
 # the previous layer's output. With the **inputs mixed**, each factor comes from an
 # independent random test input; with the **inputs shuffled**, every layer's attention
 # matrices are permuted across the inputs, and a path follows its input through the
-# permutations. Both keep each layer's distribution of matrices and break the correlation
-# across layers. The same layers and heads are sampled in every mode. The paper's
+# permutations (the two differ only in drawing the inputs with or without replacement: a
+# check of each other, not independent evidence). Both keep each layer's distribution of
+# matrices and break the correlation across layers. The same layers and heads are sampled in every mode. The paper's
 # hypothesis predicts that Sinkhorn's advantage shrinks once the correlation is broken.
 # Text inputs have different paddings, whose products would not act on the same tokens, so
 # this runs on the image tasks.
@@ -138,7 +146,7 @@ mech_cmp = oq.mechanism_comparisons(mech)
 mech_contrast = oq.mechanism_contrast(mech)
 image_tasks = {t: TITLES[t] for t in tasks if tests[t].mask is None}
 
-# %% mystnb={"figure": {"caption": "Ratio Sinkhorn / softmax of the median rank-1 residual of attention path products against path depth, complete trained models, with every factor from one input and with the correlation across layers broken (inputs mixed, inputs shuffled); geometric mean over seeds with its 95% Student t interval (three seeds); grey band: the parity margin. Above 1 Sinkhorn keeps more rank.", "name": "fig-mechanism"}}
+# %% mystnb={"figure": {"caption": "Ratio Sinkhorn / softmax of the median rank-1 residual of attention path products against path depth, complete trained models, with every factor from one input and with the correlation across layers broken (inputs mixed, inputs shuffled); geometric mean over seeds with its 95% Student t interval; points without a band have fewer than three seeds above the rounding floor; grey band: the parity margin. Above 1 Sinkhorn keeps more rank.", "name": "fig-mechanism"}}
 fig = plots.ratio_panels(mech_cmp.assign(setting=mech_cmp["mode"]), image_tasks,
                          order=list(oq.MODES))
 chapter.show(fig, "fig-mechanism", mech_cmp)
@@ -152,7 +160,10 @@ chapter.glue_text({"ch6_b2": f"**{b2.verdict.capitalize()}.** {b2.finding}"})
 # $\log$(Sinkhorn / softmax) with one input minus the same with the correlation broken,
 # compared over seeds with the verdict rule ("the advantage shrinks" when this ratio of
 # ratios lies above 1 beyond the margin). It counts for the hypothesis only where Sinkhorn
-# is ahead with one input in the first place. {glue:md}`ch6_b2`
+# is ahead with one input in the first place, and only depths that every mode of a seed
+# has above the rounding floor enter its mean. *Supported* means that the advantage is
+# smaller without the correlation, not that it is gone: the finding gives both ratios.
+# {glue:md}`ch6_b2`
 #
 # ## B3: the normalization swapped at inference
 #
@@ -165,7 +176,9 @@ chapter.glue_text({"ch6_b2": f"**{b2.verdict.capitalize()}.** {b2.finding}"})
 # %%
 swap_accuracy, swap_residuals = oq.swapped(complete, tests, settings.n_eval, chapter.device)
 swap_cmp = oq.swap_comparisons(swap_residuals)
-(swap_accuracy.assign(task=swap_accuracy["task"].map(TITLES))
+(swap_accuracy.assign(task=swap_accuracy["task"].map(TITLES),
+                      trained=swap_accuracy["trained"].map(plots.display),
+                      normalization=swap_accuracy["normalization"].map(plots.display))
  .pivot_table(index=["task", "trained"], columns="normalization", values="accuracy",
               aggfunc="mean", sort=False)
  .rename_axis(columns="at inference").style.format("{:.3f}"))
@@ -175,8 +188,9 @@ swap_cmp = oq.swap_comparisons(swap_residuals)
 # model (rows: the normalization it was trained with) run with each normalization.
 
 # %% mystnb={"figure": {"caption": "Ratio of the hidden-state residual with Sinkhorn at inference to that with softmax, the same trained weights, against the layer; weights trained with softmax and with Sinkhorn (line colours), one panel per task; geometric mean over seeds with its 95% Student t interval; grey band: the parity margin. Above 1 Sinkhorn at inference keeps more rank with the same weights.", "name": "fig-swapped"}}
-fig = plots.ratio_panels(swap_cmp.assign(setting=swap_cmp["variant"]), TITLES, x="layer",
-                         xlabel="layer", ylabel="residual ratio, Sinkhorn / softmax at inference")
+fig = plots.ratio_panels(swap_cmp.assign(setting=swap_cmp["variant"].str.replace(
+    "sinkhorn", "Sinkhorn")), TITLES, x="layer", xlabel="layer",
+    ylabel="Sinkhorn / softmax at inference")
 chapter.show(fig, "fig-swapped", swap_cmp)
 
 # %% tags=["remove-cell"]
@@ -186,12 +200,18 @@ chapter.glue_text({"ch6_b3": f"**{b3.verdict.capitalize()}.** {b3.finding}"})
 # %% [markdown]
 # {glue:md}`ch6_b3`
 #
+# How to read parity here: where the trained logits are small (chapter 5 measures their
+# scale per layer), chapter 3's first-order analysis says that the two normalizations give
+# nearly the same attention, so the same weights give nearly the same residual and accuracy
+# with either. A large change of accuracy with a residual ratio near 1 says that the
+# classifier depends on details of the attention that the residual does not measure.
+#
 # ## B4: how many Sinkhorn iterations inference needs
 #
 # The Sinkhorn-trained models are run with 1, 2, 3, 5, 10, 20 and 50 iterations, and with a
 # single half-step (a row normalization of $\exp$ of the logits, which is softmax): test
-# accuracy, the largest row error of the attention (median over inputs of the largest over
-# layers and heads), the residual of the last hidden state, and the time of one forward
+# accuracy, the attention's departure from doubly stochastic (the larger of its row and
+# column errors; median over inputs of the largest over layers and heads), the residual of the last hidden state, and the time of one forward
 # pass over {glue:text}`ch6_n_eval` test inputs on this run's device (interleaved rounds,
 # median).
 
@@ -199,12 +219,13 @@ chapter.glue_text({"ch6_b3": f"**{b3.verdict.capitalize()}.** {b3.finding}"})
 sweep = oq.iteration_sweep(complete, tests, settings.n_eval, chapter.device)
 (sweep.assign(task=sweep["task"].map(TITLES)).groupby(["task", "iterations"], sort=False)
  [["accuracy", "row_error", "residual", "ms"]].mean()
- .rename(columns={"accuracy": "test accuracy", "row_error": "row error",
+ .rename(columns={"accuracy": "test accuracy", "row_error": "marginal error",
                   "residual": "last-layer residual", "ms": "forward pass (ms)"})
- .style.format({"test accuracy": "{:.3f}", "row error": "{:.1e}",
-                "last-layer residual": "{:.3g}", "forward pass (ms)": "{:.1f}"}))
+ .style.format({"test accuracy": "{:.3f}", "marginal error": "{:.1e}",
+                "last-layer residual": "{:.3f}", "forward pass (ms)": "{:.1f}"})
+ .format_index("{:g}", level=1))
 
-# %% mystnb={"figure": {"caption": "The Sinkhorn-trained models run with fewer Sinkhorn iterations at inference (horizontal, log scale; 0.5 is one half-step, i.e. softmax): test accuracy (left), largest row error of the attention (middle, log scale; dotted: $10^{-6}$) and time of one forward pass (right), mean over seeds, one colour per task.", "name": "fig-iterations"}}
+# %% mystnb={"figure": {"caption": "The Sinkhorn-trained models run with fewer Sinkhorn iterations at inference (horizontal, log scale; 0.5 is one half-step, i.e. softmax): test accuracy (left), the attention's departure from doubly stochastic, the larger of its row and column errors (middle, log scale; dotted: $10^{-6}$) and time of one forward pass (right), mean over seeds, one colour per task.", "name": "fig-iterations"}}
 chapter.show(plots.iterations_figure(sweep, TITLES), "fig-iterations", sweep)
 
 # %% tags=["remove-cell"]
@@ -217,16 +238,22 @@ chapter.glue_text({"ch6_b4": f"**{b4.verdict.capitalize()}.** {b4.finding}"})
 #
 # What this implies for cheaper inference: where fewer iterations already match the
 # accuracy of 50, their time ratio above is what inference could save with the weights as
-# trained; amortized operators that replace the iteration altogether are reported elsewhere
-# to be faster still, but this book measures only its own implementation. The times depend
-# on the device and on this implementation's early stopping (see the appendix).
+# trained, even though the attention is then far from doubly stochastic (middle panel).
+# Operators that replace the iteration altogether are beyond this book, which measures only
+# its own implementation. The times are this run's device's, and the "50 iterations" of
+# this implementation stop early once a matrix has converged (see the appendix).
 #
 # ## C10: local Lipschitz constants
 #
-# Two facts frame the question. The softmax *function*, logits to probabilities, is
-# 1/2-Lipschitz. Dot-product self-attention, as a map of the tokens, is not Lipschitz at
-# all: its logits are quadratic in the tokens, so its local constant grows without bound
-# with their scale. What can be compared is therefore the **local** Lipschitz constant at
+# ```{admonition} Prior work
+# :class: note
+# Two known results frame the question. The softmax *function*, logits to probabilities, is
+# 1/2-Lipschitz (a recent result, arXiv:2510.23012). Dot-product self-attention, as a map of
+# the tokens, is not Lipschitz at all {cite}`kim2021lipschitz`: its logits are quadratic in
+# the tokens, so its local constant grows without bound with their scale (the tests of this
+# book's library check that growth).
+# ```
+# What can be compared is therefore the **local** Lipschitz constant at
 # given inputs: the spectral norm of the layer's Jacobian with respect to its $n \times d$
 # tokens, found by power iteration on $J^\top J$ (Jacobian-vector and vector-Jacobian
 # products by automatic differentiation, Sinkhorn computed by its definition so that both
@@ -252,7 +279,7 @@ trained_lip = oq.trained_lipschitz(models, tests, (1, depth // 2, depth), 2)
 sensitive = oq.sensitivity(models, tests, settings.n_eval, seed=seed)
 check = oq.power_iteration_check(settings.d_model, settings.n_heads, lip_sizes[0], seed,
                                  settings.n_iter)
-check
+check.rename(index=plots.display).style.format("{:.4g}")
 
 # %% mystnb={"figure": {"caption": "Local Lipschitz constant of one attention layer (spectral norm of its Jacobian with respect to the tokens, log scale), softmax blue and Sinkhorn red. Left: random layers against the logit scale (log scale), one line style per n, median over weight draws with a quartile band. Right: trained layers of chapter 5's complete models against the layer, median over inputs and seeds, one line style per task.", "name": "fig-lipschitz"}}
 chapter.show(plots.lipschitz_figure(random_lip, trained_lip, TITLES), "fig-lipschitz",
@@ -286,6 +313,9 @@ chapter.glue_text({"ch6_c10": f"**{c10.verdict.capitalize()}.** {c10.finding}"})
 # ```
 
 # %% tags=["remove-cell"]
-chapter.glue_claims("ch6_claims", [b1, b2, b3, b4, c10], "06_open_questions",
-                    data="trained models: " + "; ".join(TITLES.values())
-                    + "; random weights, inputs and logits")
+trained_on = "trained models: " + "; ".join(TITLES.values())
+chapter.glue_claims("ch6_claims", [
+    replace(b1, data="models trained on " + "; ".join(TITLES[r] for r in settings.scratch_tasks)),
+    replace(b2, data="trained models: " + "; ".join(image_tasks.values())),
+    replace(b3, data=trained_on), replace(b4, data=trained_on),
+    replace(c10, data=trained_on + "; random weights and inputs")], "06_open_questions")

@@ -72,6 +72,6 @@ def test_open_questions_have_their_own_table_and_summary_lines(tmp_path):
     assert "| B2 |" in open_part and "| B2 |" not in claims_part and "| C4a |" in claims_part
     summary = (tmp_path / FINDINGS).read_text()
     assert f"of the paper's {len(CLAIMS)} claims" in summary
-    assert "**B2** (" in summary and "**supported**" in summary
+    assert "**B2**, " in summary and "**supported**" in summary
     assert "B1" not in summary  # not run: no line in the summary, a row on the page
     assert {r["id"]: r["verdict"] for r in rows}["B1"] == "not testable here"

@@ -11,7 +11,7 @@ import textwrap
 
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter, NullLocator
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
 import pandas as pd
 import seaborn as sns
 
@@ -443,10 +443,12 @@ def iterations_figure(sweep: pd.DataFrame, titles: dict[str, str]):
             ax.plot(mean.index, mean[column], marker="o", markersize=3, color=palette[task],
                     label=titles[task])
     axes[1].axhline(1e-6, color="grey", linestyle=":", linewidth=1)
-    for ax, ylabel in zip(axes, ("test accuracy", "largest row error |row sum − 1|",
+    ticks = sorted(sweep["iterations"].unique())
+    for ax, ylabel in zip(axes, ("test accuracy", "largest marginal error",
                                  "forward pass (ms)")):
-        ax.set(xscale="log", xlabel="Sinkhorn iterations at inference (0.5: softmax)",
-               ylabel=ylabel)
+        ax.set(xscale="log", xlabel="iterations (0.5 = softmax)", ylabel=ylabel)
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        ax.xaxis.set_minor_formatter(NullFormatter())
     axes[1].set_yscale("log")
     axes[0].legend(fontsize="x-small")
     return fig
@@ -465,16 +467,24 @@ def lipschitz_figure(random: pd.DataFrame, trained: pd.DataFrame, titles: dict[s
                       color=NORMALIZATION_COLORS[name], label=f"{display(name)}, n = {n}")
             left.fill_between(q.index, q[0.25], q[0.75], color=NORMALIZATION_COLORS[name],
                               alpha=0.15, linewidth=0)
+    scales = sorted(random["logit_std"].unique())
     left.set(xscale="log", yscale="log", xlabel="logit scale σ",
              ylabel="local Lipschitz constant", title="Random layers")
+    left.set_xticks(scales, [f"{s:g}" for s in scales])
+    left.xaxis.set_minor_formatter(NullFormatter())
     for i, task in enumerate(titles):
         for name, h in trained[trained["task"] == task].groupby("normalization", sort=False):
             med = h.groupby("layer")["lipschitz"].median()
             right.plot(med.index, med.values, LINESTYLES[i % 4], marker="o", markersize=3,
                        color=NORMALIZATION_COLORS[name], label=f"{display(name)}, {titles[task]}")
     right.xaxis.set_major_locator(MaxNLocator(integer=True))
-    right.set(yscale="log", xlabel="layer", ylabel="local Lipschitz constant",
-              title="Trained layers")
+    right.set(yscale="log", xlabel="layer (only these layers are measured)",
+              ylabel="local Lipschitz constant", title="Trained layers")
+    right.set_xticks(sorted(trained["layer"].unique()))
+    for ax in (left, right):  # 1, 2, 5 per decade, as plain numbers: readable on short ranges
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
     for ax in (left, right):
         ax.legend(fontsize="xx-small", loc="upper left", bbox_to_anchor=(1.01, 1))
     return fig

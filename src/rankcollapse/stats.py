@@ -302,7 +302,8 @@ CLAIMS = {
     "C7": "limitations: pure attention never trained from scratch; first-order bounds",
     "C8": "Sinkhorn models match or improve accuracy",
     "C9": "doubly stochastic attention spreads attention more evenly (higher row entropy)",
-    "C10": "Lipschitz properties of Sinkhorn against softmax attention (future work)",
+    "C10": "local Lipschitz constants of Sinkhorn against softmax attention (the paper's "
+           "future work)",
 }
 # Questions the paper left open, answered by the book's own experiments (chapter 6), and the
 # paper's future work C10: their verdicts say what was found (`FINDING_VERDICTS`), not
@@ -310,7 +311,7 @@ CLAIMS = {
 OPEN_QUESTIONS = {
     "B1": "pure self-attention trained from scratch (no FFN, no skips): does it learn, and "
           "which normalization keeps more rank",
-    "B2": "the mechanism: breaking the correlation of attention across layers removes the "
+    "B2": "the mechanism: breaking the correlation of attention across layers shrinks the "
           "Sinkhorn advantage in path products",
     "B3": "the normalization swapped at inference: what the weights learned against what the "
           "normalization does",
@@ -424,6 +425,7 @@ class Claim:
     interval: tuple[float, float] | None = None
     figure: str | None = None
     measure: str | None = None
+    data: str | None = None  # what it was computed on, when not the whole chapter's data
 
     def __post_init__(self):
         if self.id not in CLAIMS and self.id not in OPEN_QUESTIONS:
@@ -453,7 +455,7 @@ class Claim:
         return {"id": self.id, "claim": self.claim, "verdict": self.verdict,
                 "finding": self.finding, "number": self.number,
                 "interval": list(self.interval) if self.interval else None,
-                "figure": self.figure, "measure": self.measure}
+                "figure": self.figure, "measure": self.measure, "data": self.data}
 
     def markdown(self) -> str:
         return f"- **{self.id}** {self.claim}: **{self.verdict}**. {self.finding}"
@@ -462,15 +464,15 @@ class Claim:
 def summarise(comparisons: pd.DataFrame) -> tuple[float, tuple[float, float] | None]:
     """The deciding number of a claim made of several comparisons: the geometric mean of
     their ratios Sinkhorn / softmax, and the range spanned by their intervals (from the
-    lowest low to the highest high) - a summary, not an interval of its own."""
+    lowest low to the highest high) - a summary, not an interval of its own. Comparisons
+    without an interval (too few units above the rounding floor) do not enter it."""
     ratios = comparisons["ratio"].to_numpy(float)
-    ratios = ratios[np.isfinite(ratios) & (ratios > 0)]
-    if not len(ratios):
-        return float("nan"), None
     lows, highs = comparisons["low"].to_numpy(float), comparisons["high"].to_numpy(float)
-    finite = np.isfinite(lows) & np.isfinite(highs)
-    span = (float(lows[finite].min()), float(highs[finite].max())) if finite.any() else None
-    return float(np.exp(np.log(ratios).mean())), span
+    keep = np.isfinite(ratios) & (ratios > 0) & np.isfinite(lows) & np.isfinite(highs)
+    if not keep.any():
+        return float("nan"), None
+    span = (float(lows[keep].min()), float(highs[keep].max()))
+    return float(np.exp(np.log(ratios[keep]).mean())), span
 
 
 def merge_verdicts(verdicts: list[str]) -> str:
@@ -490,7 +492,8 @@ def merge_verdicts(verdicts: list[str]) -> str:
 
 FINDING_RULE = (
     "The verdict of a question says what its comparisons found: *Sinkhorn higher* (*lower*) "
-    "when every comparison that is decided finds it so, *in part* when others find parity, "
+    "when every comparison finds it so, *in part* when the others find parity or are "
+    "undecided, "
     "*mixed* when both directions occur, *parity* or *inconclusive* otherwise; for the "
     "mechanism (B2), *supported* where Sinkhorn is ahead along real paths and its advantage "
     "shrinks when the correlation across layers is broken, *not supported* where it stays "

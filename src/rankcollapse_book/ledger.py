@@ -36,7 +36,8 @@ def save_records(root: Path, chapter: str, profile: str, rows: list[dict],
                  data: str = SYNTHETIC) -> Path:
     """Write one chapter's claim rows (`Claim.record()`) with the `data` they were computed
     on, atomically."""
-    rows = [{**row, "chapter": chapter, "profile": profile, "data": data} for row in rows]
+    rows = [{**row, "chapter": chapter, "profile": profile, "data": row.get("data") or data}
+            for row in rows]
     return atomic_write_text(root / RECORDS / f"{chapter}.json", json.dumps(rows, indent=1))
 
 
@@ -95,8 +96,8 @@ def readable(x: float) -> str:
     (1.2×10⁻⁷, not 1.2e-07) outside 0.001–10000."""
     if x != x or x in (float("inf"), float("-inf")):
         return str(x)
-    if x == 0:
-        return "0"
+    if x == 0 or (float(x).is_integer() and abs(x) < 1e4):
+        return f"{int(x)}"
     if 1e-3 <= abs(x) < 1e3:
         return f"{x:#.3g}"
     if 1e3 <= abs(x) < 1e4:
@@ -151,12 +152,12 @@ def page(rows: list[dict]) -> str:
              "claim decided by a check, the checked value. "
              f"The same rows are in `{JSON}` beside this page.", "",
              "", f"Profile of this build: `{rows[0]['profile'] if rows else '–'}`.", "",
-             *_table([r for r in rows if r["id"] not in OPEN_QUESTIONS]),
+             *_table([r for r in rows if r["id"] not in FINDING_IDS]),
              "## Questions the paper left open", "",
              "The paper leaves some questions open or names them as future work (C10). The "
              "book answers them with its own experiments; their verdicts say what was found, "
              "not whether a claim of the paper held.", "",
-             *_table([r for r in rows if r["id"] in OPEN_QUESTIONS]),
+             *_table([r for r in rows if r["id"] in FINDING_IDS]),
              "## Findings, claim by claim", ""]
     lines += [f"- **{r['id']}** ({r['verdict']}): {' '.join(r['finding'].split())}"
               for r in rows]
@@ -187,7 +188,8 @@ def findings(rows: list[dict], profile: str) -> str:
     if open_rows:
         lines += ["", "On the questions the paper left open, the book's own experiments found:",
                   ""]
-        lines += [f"- **{r['id']}** ({r['claim']}): **{r['verdict']}**" for r in open_rows]
+        lines += [f"- **{r['id']}**, {r['claim']}: **{r['verdict']}**"
+                  + (f" ({r['measure']})" if r.get("measure") else "") for r in open_rows]
     return "\n".join(lines) + "\n"
 
 
