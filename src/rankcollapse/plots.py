@@ -481,8 +481,8 @@ def lipschitz_figure(random: pd.DataFrame, trained: pd.DataFrame, titles: dict[s
     right.set(yscale="log", xlabel="layer (only these layers are measured)",
               ylabel="local Lipschitz constant", title="Trained layers")
     right.set_xticks(sorted(trained["layer"].unique()))
-    for ax in (left, right):  # 1, 2, 5 per decade, as plain numbers: readable on short ranges
-        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    for ax in (left, right):  # 1, 1.5, 2, 3, 5, 7 per decade as plain numbers: short ranges
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 1.5, 2.0, 3.0, 5.0, 7.0)))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.yaxis.set_minor_formatter(NullFormatter())
     for ax in (left, right):
