@@ -35,8 +35,9 @@ def models_dir(cache_dir: str | Path | None = None) -> Path:
 
 
 # What a model is trained as: complete (chapter 5), or pure attention with and without the
-# blocks' LayerNorm (chapter 6; `open_questions.SCRATCH` in the same order).
-VARIANTS = ("complete", "pure-ln", "pure-no-ln")
+# blocks' LayerNorm (chapter 6: the `open_questions.SCRATCH` variant each name stands for).
+PURE = {"pure-ln": "pure attention, LayerNorm", "pure-no-ln": "pure attention, no LayerNorm"}
+VARIANTS = ("complete", *PURE)
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ def planned(profile: str) -> list[Training]:
     complete = [Training(settings.name, task, name, seed) for task in settings.tasks
                 for name in NORMALIZATIONS for seed in settings.train_seeds]
     pure = [Training(settings.name, task, name, seed, variant) for task in settings.scratch_tasks
-            for variant in VARIANTS[1:] for name in NORMALIZATIONS for seed in settings.train_seeds]
+            for variant in PURE for name in NORMALIZATIONS for seed in settings.train_seeds]
     return complete + pure
 
 
@@ -75,8 +76,7 @@ def run(training: Training, device: str = "auto", cache_dir: str | Path | None =
     settings = get_profile(training.profile)
     task = settings.tasks[training.task]
     train_data, test_data = load_task(task)
-    switches = None if training.variant == "complete" else \
-        list(SCRATCH.values())[VARIANTS.index(training.variant) - 1]
+    switches = SCRATCH[PURE[training.variant]] if training.variant in PURE else None
     cfg = train_config(task, train_data, training.normalization, training.seed, settings.n_iter,
                        switches)
     return train(cfg, train_data, test_data, models_dir(cache_dir), device, quiet=quiet)

@@ -15,7 +15,8 @@ import json
 from pathlib import Path
 
 from rankcollapse.files import atomic_write_text
-from rankcollapse.stats import CLAIM_VERDICTS, CLAIMS, FINDING_IDS, OPEN_QUESTIONS, merge_verdicts
+from rankcollapse.stats import (CLAIM_VERDICTS, CLAIMS, FINDING_IDS, OPEN_QUESTIONS,
+                                merge_verdicts, significant)
 
 RECORDS = Path("book") / "chapters" / "claims"
 PAGE, FINDINGS, JSON = Path("book") / "claims.md", Path("book") / "findings.md", "claims.json"
@@ -98,10 +99,8 @@ def readable(x: float) -> str:
         return str(x)
     if x == 0 or (float(x).is_integer() and abs(x) < 1e4):
         return f"{int(x)}"
-    if 1e-3 <= abs(x) < 1e3:
-        return f"{x:#.3g}"
-    if 1e3 <= abs(x) < 1e4:
-        return f"{x:.0f}"
+    if 1e-3 <= abs(x) < 1e4:
+        return significant(x)
     mantissa, exponent = f"{x:.2e}".split("e")
     mantissa = mantissa.rstrip("0").rstrip(".")
     power = f"10{str(int(exponent)).translate(SUPERSCRIPT)}"

@@ -15,6 +15,7 @@ import torch
 
 from ..measures import matrix_norm, residual
 from ..normalizations import NORMALIZATIONS, normalize
+from ..plots import display
 from ..stats import Claim, check_verdict, growth_factor, loglog_slope
 from ..theory import (HeadWeights, attention_layer, depth_bound_log, head_logits,
                       linearized_sinkhorn, linearized_softmax, one_layer_residual, random_head)
@@ -168,7 +169,7 @@ def claims(cubic: dict[str, float], bound: tuple[bool, int, int], sweep: pd.Data
     slope_ok = all(abs(s - 3) <= tolerance for s in cubic.values())
     small = sweep[sweep["logit_norm"] <= regime]
     within = bool(len(small)) and bool((small["looseness"] >= 1).all())
-    found = ", ".join(f"{k.replace('sinkhorn', 'Sinkhorn')} {v:.3f}" for k, v in cubic.items())
+    found = ", ".join(f"{display(k)} {v:.3f}" for k, v in cubic.items())
     return [
         Claim("C3a", "one layer: residual bounded by $C\\,\\Vert\\mathrm{res}(X)\\Vert^3$",
               check_verdict(slope_ok),

@@ -299,12 +299,12 @@ def swapped(models: dict[str, dict[tuple[str, int], TrainResult]], tests: dict[s
     accuracy, residuals = [], []
     for task, by_model in models.items():
         for (trained, seed), result in by_model.items():
+            exact = copy.deepcopy(result.model).double()  # one float64 copy per model
             for name in NORMALIZATIONS:
                 labels = dict(task=task, trained=trained, normalization=name, seed=seed)
                 with attention_set(result.model, name) as model:
                     accuracy.append({**labels, "accuracy": evaluate(
                         model, _first(tests[task], ACCURACY_INPUTS), device)})
-                exact = copy.deepcopy(result.model).double()
                 with attention_set(exact, name) as model:
                     out, mask = tm.record(model, tests[task], n_eval, Switches())
                 residuals.append(tm.hidden_residuals(out, mask).assign(**labels))
@@ -508,7 +508,8 @@ def sensitivity(models: dict[str, dict[tuple[str, int], Classifier]],
                     d = torch.randn(e.shape, generator=g, dtype=torch.float64)
                     if data.mask is not None:
                         d = d * data.mask[..., None]
-                    d *= eps * e.flatten(1).norm(dim=1)[:, None, None] / d.flatten(1).norm(dim=1)[:, None, None]
+                    size = e.flatten(1).norm(dim=1) / d.flatten(1).norm(dim=1)
+                    d *= eps * size[:, None, None]
                     moved = exact.head(exact.norm(exact.encoder(e + d, data.mask).x[:, 0]))
                     change = (moved - base).norm(dim=1) / base.norm(dim=1) / eps
                     rows += [{"task": task, "normalization": name, "seed": train_seed,
