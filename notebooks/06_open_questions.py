@@ -99,10 +99,10 @@ chapter.glue({"ch6_seeds": len(settings.train_seeds), "ch6_chance": chance,
 # %% [markdown]
 # Test accuracy on the first {glue:text}`ch6_acc_inputs` test inputs, mean and standard
 # deviation over seeds; chance is {glue:text}`ch6_chance:.3f`. The residuals below are
-# measured on the first {glue:text}`ch6_n_eval` of them. In pure attention the hidden states
-# reach the float64 rounding floor within a few layers (the deepest layer drawn below is
-# {glue:text}`ch6_deepest`), so only the first layers carry a comparison; a model can still
-# classify from the first token's state, which the classifier's own LayerNorm rescales.
+# measured on the first {glue:text}`ch6_n_eval` of them. A layer whose hidden states are
+# mostly at the float64 rounding floor is not drawn below and carries no comparison; the
+# deepest layer drawn is {glue:text}`ch6_deepest`. A model can still classify from the
+# first token's state, which the classifier's own LayerNorm rescales.
 
 # %% mystnb={"figure": {"caption": "Relative residual of the hidden states against depth (log scale) in pure self-attention, with the blocks' LayerNorm (left) and without (right): models trained that way (solid) and complete models with the same parts switched off only at inference (dashed), softmax blue and Sinkhorn red. Geometric means over the test inputs of all seeds and one standard deviation of $\\log_{10} r$ (the verdicts compare the seeds' medians instead); dotted, where a panel comes near it: the float64 rounding floor (a layer mostly at the floor is not drawn).", "name": "fig-scratch-residual"}}
 summary = log_summary(scratch_residuals.assign(task=scratch_residuals["variant"],
@@ -238,7 +238,7 @@ chapter.glue_text({"ch6_b4": f"**{b4.verdict.capitalize()}.** {b4.finding}"})
 #
 # What this implies for cheaper inference: where fewer iterations already match the
 # accuracy of 50, their time ratio above is what inference could save with the weights as
-# trained, even though the attention is then far from doubly stochastic (middle panel).
+# trained; the middle panel shows how far from doubly stochastic the attention then is.
 # Operators that replace the iteration altogether are beyond this book, which measures only
 # its own implementation. The times are this run's device's, and the "50 iterations" of
 # this implementation stop early once a matrix has converged (see the appendix).
