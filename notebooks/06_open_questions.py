@@ -112,7 +112,7 @@ fig = plots.task_panels(summary, {v: v for v in oq.SCRATCH}, "relative residual 
                         {"from scratch": "-", "switched off at inference": "--"},
                         floor=tm.FLOOR)
 chapter.show(fig, "fig-scratch-residual", summary)
-chapter.glue({"ch6_deepest": int(summary["layer"].max())})
+chapter.glue({"ch6_deepest": int(summary.dropna(subset=["mean"])["layer"].max())})  # drawn: a mean
 
 # %% tags=["remove-cell"]
 b1 = oq.scratch_claim(scratch_accuracy, scratch_cmp, contrast, chance)
