@@ -41,6 +41,7 @@ from rankcollapse import plots, sinkhorn, softmax
 from rankcollapse.experiments import rank_collapse as rc
 from rankcollapse.experiments import sinkhorn_vs_softmax as sv
 from rankcollapse.measures import rounding_floor
+from rankcollapse.registry import ENTROPY_SCALES, PAPER_N
 from rankcollapse.timing import time_vs_n
 
 gen = torch.Generator().manual_seed(seed)
@@ -83,7 +84,7 @@ n = settings.n_tokens
 # *logit scale*) and track the largest deviation of a row sum and of a column sum from one.
 
 # %%
-scales = [0.5, 1.0, 2.0, 3.0, 5.0]
+scales = ENTROPY_SCALES
 curves = sv.convergence_curves(scales, settings.n_samples, n, 120, gen)
 
 # %% mystnb={"figure": {"caption": "Marginal errors of Sinkhorn's algorithm against the number of steps, for random logits of five scales ($n$ tokens as in the profile, mean over random draws; float32, so errors stop near $10^{-7}$). Left, half-steps (Sinkformers' convention): after a row step the row error is at rounding level and the column error is what remains, and vice versa. Right, full iterations (this book's convention): columns are exact after every iteration, the row error is plotted. Dashed: the paper's 50 iterations.", "name": "fig-convergence"}}
@@ -99,12 +100,12 @@ chapter.show(plots.convergence_figure(curves, settings.n_iter), "fig-convergence
 
 # %%
 error_draws = 256
-after_50 = sv.error_after(50, sorted({n, 128}), scales, draws=error_draws, generator=gen)
+after_50 = sv.error_after(50, sorted({n, PAPER_N}), scales, draws=error_draws, generator=gen)
 after_50.style.format("{:.1e}").format_index("{:g}")
 
 # %% tags=["remove-cell"]
 chapter.glue({f"ch2_err_{key}_{s:g}_{q}": after_50.loc[s, (f"n = {size}", name)]
-              for key, size in (("n", n), ("128", 128)) for s in (2.0, 3.0, 5.0)
+              for key, size in (("n", n), ("128", PAPER_N)) for s in (2.0, 3.0, 5.0)
               for q, name in (("med", "median"), ("q99", "99%"), ("max", "largest"))}
              | {"ch2_n": n, "ch2_error_draws": error_draws})
 
@@ -248,4 +249,4 @@ chapter.show(plots.cost_figure(per_n), "fig-cost", timing)
 # ````
 
 # %% tags=["remove-cell"]
-chapter.glue_claims("ch2_claims", sv.claims(after_50, entropy), "02_sinkhorn_vs_softmax")
+chapter.glue_claims("ch2_claims", sv.claims(after_50, entropies, settings), "02_sinkhorn_vs_softmax")

@@ -39,11 +39,10 @@ settings = chapter.settings
 
 # %%
 import pandas as pd
-import torch
 
 from rankcollapse import plots
 from rankcollapse.experiments import random_matrix_control as rm
-from rankcollapse.measures import rounding_floor
+from rankcollapse.registry import HIDDEN_SCALES, NETWORK_SCALES
 from rankcollapse.stats import LEVEL, MARGIN, describe
 
 layers, heads, n = settings.depth, settings.n_heads, settings.n_tokens
@@ -75,13 +74,17 @@ chapter.glue({"ch4_layers": layers, "ch4_paths": settings.paths_per_pool, "ch4_h
 # observations, and resampling them as if they were makes any small difference look
 # certain. So every experiment here is repeated on {glue:text}`ch4_pools` independent
 # *pools* (a fresh draw of all the matrices, or a fresh random network and its inputs), each
-# pool is summarised by its median path residual, and the comparison resamples pools. The
-# verdict rule (this book's, the same in every chapter): the ratio Sinkhorn / softmax is the
-# geometric mean over pools of the paired ratios, with a {glue:text}`ch4_level:.0f`%
-# bootstrap interval over pools; the result is *parity* when the whole interval lies within
-# a factor {glue:text}`ch4_margin:g` of 1 (between {glue:text}`ch4_margin_low:.3f` and
-# {glue:text}`ch4_margin:g`), *Sinkhorn keeps more* (or *less*) when it lies above
-# (below) 1, and *inconclusive* otherwise. The paper samples 100 paths per depth from one
+# pool is summarised by its median path residual, and the comparison is over pools. The
+# verdict rule (this book's, the same in every chapter, stated in full in the summary box
+# below): the ratio Sinkhorn / softmax is the geometric mean over pools of the paired
+# ratios, with Student's $t$ interval over pools; the intervals of one figure hold together
+# at {glue:text}`ch4_level:.0f`% (each of $k$ at $1 - 0.05/k$); the result is *parity* when
+# the whole interval lies within a factor {glue:text}`ch4_margin:g` of 1 (between
+# {glue:text}`ch4_margin_low:.3f` and {glue:text}`ch4_margin:g`), *Sinkhorn keeps more* (or
+# *less*) when it lies above (below) 1 with an estimate beyond that factor, and undecided
+# otherwise. A claim is decided by one registered test per setting: the mean over depths 2
+# to {glue:text}`ch4_layers` of each pool's log ratio (depth 1 is one matrix, not a
+# product). The paper samples 100 paths per depth from one
 # set of matrices; here each pool gives {glue:text}`ch4_paths` paths per depth
 # ({glue:text}`ch4_all_paths` per depth in all; the `full` profile takes 100 per pool).
 # ```
@@ -114,7 +117,7 @@ sentences = rm.verdicts(advantage)
 fig = plots.boxes_by(control, "setting", "depth", ylabel="rank-1 residual of the product")
 chapter.show(fig, "fig-control-boxes", control)
 
-# %% mystnb={"figure": {"caption": "Ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth: geometric mean over independent pools with its 95% bootstrap interval over pools, for the control with independent logits and its half-identity variant. Above the line at 1 Sinkhorn keeps more rank; the grey band is the parity margin.", "name": "fig-control-ratio"}}
+# %% mystnb={"figure": {"caption": "Ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth: geometric mean over independent pools with its Student t interval over pools (simultaneous 95% over the depths of each setting), for the control with independent logits and its half-identity variant. Above the line at 1 Sinkhorn keeps more rank; the grey band is the parity margin.", "name": "fig-control-ratio"}}
 chapter.show(plots.ratio_figure(advantage), "fig-control-ratio", advantage)
 
 # %%
@@ -168,7 +171,7 @@ chapter.glue({"ch4_sweep_sizes": ", ".join(map(str, sizes)),
               "ch4_sweep_depths": ", ".join(map(str, sweep_depths))})
 chapter.glue_text({"ch4_sweep_verdict": rm.sweep_sentence(sweep)})
 
-# %% mystnb={"figure": {"caption": "The control over logit scales (horizontal, log scale) and sizes $n$ (line colours): ratio Sinkhorn / softmax of the median rank-1 residual of path products, geometric mean over independent pools with its 95% bootstrap interval over pools, one panel per path depth. Above 1 Sinkhorn keeps more rank; the grey band is the parity margin.", "name": "fig-control-sweep"}}
+# %% mystnb={"figure": {"caption": "The control over logit scales (horizontal, log scale) and sizes $n$ (line colours): ratio Sinkhorn / softmax of the median rank-1 residual of path products, geometric mean over independent pools with its Student t interval over pools (simultaneous 95% over the depths of each size and scale), one panel per path depth. Above 1 Sinkhorn keeps more rank; the grey band is the parity margin.", "name": "fig-control-sweep"}}
 chapter.show(plots.sweep_figure(sweep), "fig-control-sweep", sweep)
 
 # %% [markdown]
@@ -197,7 +200,7 @@ chapter.glue({f"ch4_rho_{r:g}": deepest[f"ρ = {r:g}"] for r in rhos}
                 "ch4_corr_cells": len(corr_adv)})
 chapter.glue_text({f"ch4_rho_{r:g}_verdict": rm.verdicts(corr_adv)[f"ρ = {r:g}"] for r in rhos})
 
-# %% mystnb={"figure": {"caption": "Test (a): ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth for random logits with correlation $\\rho$ between consecutive layers; geometric mean over independent pools with 95% bootstrap intervals; grey band: the parity margin.", "name": "fig-correlated"}}
+# %% mystnb={"figure": {"caption": "Test (a): ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth for random logits with correlation $\\rho$ between consecutive layers; geometric mean over independent pools with Student t intervals (simultaneous 95% over the depths of each ρ); grey band: the parity margin.", "name": "fig-correlated"}}
 chapter.show(plots.ratio_figure(corr_adv), "fig-correlated", corr_adv)
 
 # %% [markdown]
@@ -207,7 +210,8 @@ chapter.show(plots.ratio_figure(corr_adv), "fig-correlated", corr_adv)
 # {glue:text}`ch4_corr_more` of the {glue:text}`ch4_corr_cells` (ρ, depth) cells
 # ({numref}`fig-correlated`). At $\rho = 0.99$: {glue:md}`ch4_rho_0.99_verdict` This is the
 # test of whether correlation between the layers' logits, of this simple Gaussian kind, can
-# produce an advantage: a count of zero says it does not here.
+# produce an advantage; it is description, with intervals simultaneous over the depths of
+# each $\rho$, and no claim of the paper rests on it.
 #
 # ## The hypothesis, test (b): attention computed from the previous layer's output
 #
@@ -220,39 +224,37 @@ chapter.show(plots.ratio_figure(corr_adv), "fig-correlated", corr_adv)
 # inputs.
 
 # %%
-chains = {f"{'skip + LN' if skip else 'pure'}, logit scale {s:g}": rm.network_pool(
+chains = {rm.network_label(skip, s): rm.network_pool(
     settings.d_model, heads, layers, batch, n, skip, s, settings.n_iter, chapter.device)
-    for skip in (False, True) for s in (1.0, 4.0)}
+    for skip in (False, True) for s in NETWORK_SCALES}
 net_paths = rm.pooled_paths(chains, **paths)
-net_adv = rm.advantage(net_paths, floor=rounding_floor(torch.float32))
+net_adv = rm.advantage(net_paths)
 net_sentences = rm.verdicts(net_adv)
-scale_of = {label: label.rsplit(" ", 1)[-1] for label in chains if label.startswith("skip")}
-scales = {label: f"independent, logit scale {s}" for label, s in scale_of.items()}
-scale_controls = rm.pooled_paths({scales[label]: rm.random_pool(
-    layers, batch, heads, n, float(s), n_iter=settings.n_iter)
-    for label, s in scale_of.items()}, **paths)
-beyond = rm.beyond_control(net_paths, scale_controls, scales)  # network against its control
+scale_controls = rm.pooled_paths({rm.control_label(s): rm.random_pool(
+    layers, batch, heads, n, s, n_iter=settings.n_iter) for s in NETWORK_SCALES}, **paths)
+beyond = rm.beyond_control(net_paths, scale_controls, {
+    rm.network_label(True, s): rm.control_label(s) for s in NETWORK_SCALES})
 chain_figure = pd.concat([net_adv, rm.advantage(scale_controls)])
 
 # %% tags=["remove-cell"]
 chapter.glue_text({f"ch4_net{i}_verdict": net_sentences[label] for i, label in enumerate(chains)}
-                  | {f"ch4_beyond_{scale_of[label]}": describe(
-                      g, "depth", more="the network's ratio is larger",
-                      less="the network's ratio is smaller")
-                      for label, g in beyond.groupby("setting", sort=False)})
+                  | {f"ch4_beyond_{s:g}": describe(
+                      beyond[beyond["setting"] == rm.network_label(True, s)], "depth",
+                      more="the network's ratio is larger", less="the network's ratio is smaller")
+                      for s in NETWORK_SCALES})
 
-# %% mystnb={"figure": {"caption": "Test (b): ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth, attention computed by random-weight float32 networks with skip connections and LayerNorm, and without both (pure), at two logit scales, and for independent random matrices at the same two scales (the control); geometric mean over independent networks or pools with 95% bootstrap intervals; grey band: the parity margin. A network curve above its control's is what the chain adds. Depths where both products are rank one to float32 precision in most networks give no ratio and are not drawn; the pure networks, which collapse within a few layers, are drawn only where they give one.", "name": "fig-network-chains"}}
+# %% mystnb={"figure": {"caption": "Test (b): ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth, attention computed by random-weight networks (float64) with skip connections and LayerNorm, and without both (pure), at two logit scales, and for independent random matrices at the same two scales (the control); geometric mean over independent networks or pools with Student t intervals (simultaneous 95% over the depths of each curve); grey band: the parity margin. A network curve above its control's is what the chain adds. Depths where most networks' products are rank one to float64 precision for both normalizations give no interval and are not drawn.", "name": "fig-network-chains"}}
 chapter.show(plots.ratio_figure(chain_figure.dropna(subset=["low"]),
-                                [*chains, *scales.values()], figsize=(6.5, 3.8)),
+                                [*chains, *map(rm.control_label, NETWORK_SCALES)],
+                                figsize=(6.5, 3.8)),
              "fig-network-chains", chain_figure)
 
 # %% [markdown]
 # The pure networks collapse within a few layers (chapter 1), after which every attention
 # matrix is uniform and every path product is rank one for both normalizations. A pool whose
-# median product is rank one to machine precision (the float32 rounding floor: the networks
-# compute in float32) carries no information and is left out; a depth with fewer than three
-# pools left is inconclusive. With skip connections and LayerNorm the hidden states do not
-# collapse (chapter 1). Per network:
+# median product is rank one to machine precision (the float64 rounding floor) is a
+# censored value: it enters at the floor, and a depth where most pools are at the floor for
+# both normalizations gives no verdict. Per network (description, one line per network):
 #
 # - pure, logit scale 1: {glue:md}`ch4_net0_verdict`
 # - pure, logit scale 4: {glue:md}`ch4_net1_verdict`
@@ -263,54 +265,63 @@ chapter.show(plots.ratio_figure(chain_figure.dropna(subset=["low"]),
 # layer's attention computed from the previous layer's output) adds is the difference
 # between a network's ratio and that of independent random matrices at the same logit
 # scale. Networks and control pools are independent groups, so the two ratios are compared
-# as such (geometric means, {glue:text}`ch4_level:.0f`% interval resampling each group on
-# its own), from depth 2 on (depth 1 is a single matrix, not a chain):
+# as such (Welch's $t$ interval of the difference of their mean logs), from depth 2 on
+# (depth 1 is a single matrix, not a chain), depth by depth:
 #
 # - skip + LN, logit scale 1: {glue:md}`ch4_beyond_1`
 # - skip + LN, logit scale 4: {glue:md}`ch4_beyond_4`
 #
-# The claim C6d in the box below counts these depths.
+# C6d's registered test on these networks is one number per logit scale: each pool's mean
+# log ratio over depths 2 to {glue:text}`ch4_layers`, networks against control pools.
 #
 # ## The hypothesis, test (c): the hidden states themselves
 #
 # Path products are the paper's device; what a network passes on is its hidden state. The
 # direct test therefore measures chapter 1's relative residual of the hidden states of
-# random networks with skip connections and pre-LayerNorm (no FFN), softmax against Sinkhorn
-# on the same weights and inputs, at logit scales {glue:text}`ch4_hidden_scales`, computed
-# in float64. The unit is the network: {glue:text}`ch4_pools` independent weight draws per
-# scale, each summarised by its median over {glue:text}`ch4_hidden_inputs` random inputs
-# (the same inputs for every network).
+# random networks with skip connections (no FFN), with pre-LayerNorm as in a real block and
+# without it, softmax against Sinkhorn on the same weights and inputs, at logit scales
+# {glue:text}`ch4_hidden_scales`, computed in float64. The unit is the network:
+# {glue:text}`ch4_pools` independent weight draws per scale, each summarised by its median
+# over {glue:text}`ch4_hidden_inputs` random inputs (the same inputs for every network).
 
 # %%
-hidden_scales = (0.5, 1.0, 2.0, 4.0)
-hidden = rm.hidden_state_test(settings.d_model, heads, layers, settings.n_samples, n,
-                              hidden_scales, settings.n_pools, seed, settings.n_iter,
-                              chapter.device)
+hidden_stacks = {ln: rm.hidden_state_stacks(settings.d_model, heads, layers, settings.n_samples, n,
+                                            HIDDEN_SCALES, settings.n_pools, seed, settings.n_iter,
+                                            chapter.device, layernorm=ln) for ln in (True, False)}
+hidden = pd.concat([rm.hidden_state_comparisons(stacks).assign(
+    task="with LayerNorm" if ln else "without LayerNorm") for ln, stacks in hidden_stacks.items()])
 
 # %% tags=["remove-cell"]
-chapter.glue_text({f"ch4_hidden_{s:g}": describe(g, "layer", "layer")
-                   for s, g in hidden.groupby("logit_std")})
-chapter.glue({"ch4_hidden_scales": ", ".join(f"{s:g}" for s in hidden_scales),
-              "ch4_hidden_inputs": settings.n_samples,
-              "ch4_hidden_min": hidden["ratio"].min(), "ch4_hidden_max": hidden["ratio"].max()})
+chapter.glue_text({f"ch4_hidden_{'ln' if task == 'with LayerNorm' else 'noln'}_{s:g}":
+                   describe(g, "layer", "layer")
+                   for (task, s), g in hidden.groupby(["task", "logit_std"], sort=False)})
+chapter.glue({"ch4_hidden_scales": ", ".join(f"{s:g}" for s in HIDDEN_SCALES),
+              "ch4_hidden_inputs": settings.n_samples})
 
-# %% mystnb={"figure": {"caption": "Test (c): ratio Sinkhorn / softmax of the relative residual of the hidden states against the layer, random-weight networks with skip connections and pre-LayerNorm (no FFN), four logit scales (line colours); geometric mean over independent networks with its 95% bootstrap interval; grey band: the parity margin. Above 1 Sinkhorn keeps more rank.", "name": "fig-hidden-test"}}
-chapter.show(plots.ratio_figure(hidden.assign(setting=hidden["logit_std"].map("logit scale {:g}".format)),
+# %% mystnb={"figure": {"caption": "Test (c): ratio Sinkhorn / softmax of the relative residual of the hidden states against the layer, random-weight networks with skip connections (no FFN), with pre-LayerNorm (left) and without (right), four logit scales (line colours); geometric mean over independent networks with its Student t interval (simultaneous 95% over the layers and scales of each panel); grey band: the parity margin. Above 1 Sinkhorn keeps more rank.", "name": "fig-hidden-test"}}
+chapter.show(plots.ratio_panels(hidden.assign(setting=hidden["logit_std"].map("logit scale {:g}".format)),
+                                {t: t for t in ("with LayerNorm", "without LayerNorm")},
                                 x="layer", xlabel="layer $l$"), "fig-hidden-test", hidden)
 
 # %% [markdown]
-# The ratio stays between {glue:text}`ch4_hidden_min:.3f` and
-# {glue:text}`ch4_hidden_max:.3f` ({numref}`fig-hidden-test`):
+# Layer by layer ({numref}`fig-hidden-test`; description), with LayerNorm:
 #
-# - logit scale 0.5: {glue:md}`ch4_hidden_0.5`
-# - logit scale 1: {glue:md}`ch4_hidden_1`
-# - logit scale 2: {glue:md}`ch4_hidden_2`
-# - logit scale 4: {glue:md}`ch4_hidden_4`
+# - logit scale 0.5: {glue:md}`ch4_hidden_ln_0.5`
+# - logit scale 1: {glue:md}`ch4_hidden_ln_1`
+# - logit scale 2: {glue:md}`ch4_hidden_ln_2`
+# - logit scale 4: {glue:md}`ch4_hidden_ln_4`
 #
-# A verdict of *more* at some layer would be the input dependence of the hypothesis at
-# work in the hidden states; C6d in the box below counts these layers together with the
-# path products of test (b). These networks are untrained and, in the `ci` profile, small;
-# chapter 5 asks the same question of trained models.
+# Without LayerNorm:
+#
+# - logit scale 0.5: {glue:md}`ch4_hidden_noln_0.5`
+# - logit scale 1: {glue:md}`ch4_hidden_noln_1`
+# - logit scale 2: {glue:md}`ch4_hidden_noln_2`
+# - logit scale 4: {glue:md}`ch4_hidden_noln_4`
+#
+# C6d's registered tests on the hidden states are one number per logit scale and
+# architecture: each network's mean log ratio over the layers. These networks are untrained
+# and, in the `ci` profile, small; chapter 6 asks the same question of trained models
+# (breaking the correlation along their paths), and its answer is the fourth part of C6d.
 #
 # ````{admonition} What this chapter finds
 # :class: tip
@@ -322,6 +333,5 @@ chapter.show(plots.ratio_figure(hidden.assign(setting=hidden["logit_std"].map("l
 # ````
 
 # %% tags=["remove-cell"]
-chapter.glue_claims("ch4_claims", rm.claims(
-    advantage, "independent", "independent, half identity", beyond, sweep, hidden, n),
-    "04_random_matrix_control")
+chapter.glue_claims("ch4_claims", rm.claims(control, net_paths, scale_controls, hidden_stacks,
+                                            sweep, settings), "04_random_matrix_control")

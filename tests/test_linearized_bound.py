@@ -71,16 +71,25 @@ def test_regime_sweep_uses_the_one_logit_scale():
 def test_bound_check_and_claims_follow_the_numbers():
     stacks = pd.DataFrame({"layer": [0, 1, 2, 3], "log10_residual": [0, -3, -9, -20],
                            "log10_bound": [0, -2, -8, -30]})
-    assert bound_check(stacks) == (True, 2, 2)  # layer 3 is below the rounding floor
+    holds, points, deepest, slack = bound_check(stacks)  # layer 3 is below the rounding floor
+    assert (holds, points, deepest) == (True, 2, 2) and slack == pytest.approx(10.0)
     assert bound_check(stacks.assign(log10_bound=[0, -4, -8, -30]))[0] is False
     sweep = pd.DataFrame({"logit_norm": [0.01, 0.05, 3.0], "looseness": [2.0, 1.5, 0.5]})
-    good = claims({"softmax": 3.01, "sinkhorn": 2.98}, (True, 8, 4), sweep)
+    good = claims({"softmax": 3.01, "sinkhorn": 2.98}, (True, 8, 4, 10.0), sweep)
     assert [c.verdict for c in good] == ["reproduced"] * 3
-    shallow = claims({"softmax": 3.01, "sinkhorn": 2.98}, (True, 4, 2), sweep)
-    assert shallow[1].verdict == "not testable here" and "layers 1–2)" in shallow[1].finding
-    deep = claims({"softmax": 3.0, "sinkhorn": 3.0}, (True, 10, 5), sweep, growth=3.02,
+    assert [r.number for r in good[0].results] == [3.01, 2.98]  # one check per normalization
+    assert good[1].results[0].number == 10.0  # the smallest bound / measured decided C3b
+    assert good[2].results[0].number == 1.5  # the smallest looseness in the regime
+    shallow = claims({"softmax": 3.01, "sinkhorn": 2.98}, (True, 4, 2, 10.0), sweep)
+    assert shallow[1].verdict == "not testable here" and "layers 1–2;" in shallow[1].finding
+    deep = claims({"softmax": 3.0, "sinkhorn": 3.0}, (True, 10, 5, 2.0), sweep, growth=3.02,
                   digits=400)
     assert deep[1].verdict == "reproduced" and "400 significant digits" in deep[1].finding
-    assert "multiplies the digits lost by 3.02" in deep[1].finding and deep[1].number == 3.02
-    bad = claims({"softmax": 2.5, "sinkhorn": 3.0}, (False, 8, 5), sweep.assign(looseness=0.5))
-    assert [c.verdict for c in bad] == ["not reproduced"] * 3
+    assert "multiplies the digits lost by 3.02" in deep[1].finding
+    bad = claims({"softmax": 2.5, "sinkhorn": 3.0}, (False, 8, 5, 0.5),
+                 sweep.assign(looseness=0.5))
+    assert [c.verdict for c in bad] == ["partly reproduced", "not reproduced", "not reproduced"]
+    assert claims({"softmax": 3.09, "sinkhorn": 3.0}, (True, 8, 4, 2.0), sweep)[0].verdict == \
+        "reproduced"  # a slope within 0.1 of 3
+    assert claims({"softmax": 3.11, "sinkhorn": 3.0}, (True, 8, 4, 2.0), sweep)[0].verdict == \
+        "partly reproduced"

@@ -12,7 +12,10 @@ from rankcollapse.experiments import open_questions as oq
 from rankcollapse.experiments.trained_models import train_config
 from rankcollapse.measures import path_products, sample_paths
 from rankcollapse.models import build_model
-from rankcollapse.profiles import Task
+from dataclasses import replace
+
+from rankcollapse.profiles import Task, get_profile
+from rankcollapse.registry import LIPSCHITZ_SCALES
 from rankcollapse.training import TrainResult
 
 
@@ -63,16 +66,28 @@ def constructed_paths(one: float, broken: float, seeds=range(5)) -> pd.DataFrame
     return pd.DataFrame(rows)
 
 
+TASK = Task("mnist10k", depth=3, d_model=16, n_heads=2, d_ff=32, epochs=1, batch_size=4,
+            lr=1e-3, warmup_steps=1, patch=4)
+
+
+def profile(*tasks, n_tokens=8):
+    """The ci profile with toy image tasks of these names, also trained pure."""
+    return replace(get_profile("ci"), tasks={t: TASK for t in tasks}, scratch_tasks=tasks,
+                   n_tokens=n_tokens)
+
+
 @pytest.mark.parametrize("one, broken, verdict", [(4.0, 1.0, "supported"),
                                                   (2.0, 2.0, "not supported"),
-                                                  (0.5, 0.5, "inconclusive")])
+                                                  (0.5, 0.5, "not supported"),
+                                                  (1.0, 0.25, "not supported")])
 def test_the_mechanism_verdict(one, broken, verdict):
+    """Supported only where Sinkhorn is ahead with one input and its advantage shrinks;
+    Sinkhorn behind with one input (0.5) decides against the mechanism too."""
     paths = constructed_paths(one, broken)
-    contrast = oq.mechanism_contrast(paths)
-    assert set(contrast.broken) == {"inputs mixed", "inputs shuffled"}
-    claim = oq.mechanism_claim(contrast, {"t": "T"})
-    assert claim.verdict == verdict and claim.id == "B2"
-    assert claim.number == pytest.approx(one / broken)
+    b2, c6d = oq.mechanism_claims(paths, {"t": "T"}, profile("t"))
+    assert b2.verdict == verdict and b2.id == "B2" and c6d.id == "C6d"
+    assert b2.results[0].number == pytest.approx(one / broken)
+    assert c6d.results[0].level > b2.results[0].level  # C6d's family is larger
     comparisons = oq.mechanism_comparisons(paths)
     assert set(comparisons["mode"]) == set(oq.MODES)
 
@@ -88,11 +103,13 @@ def constructed_sweep(enough: int, seeds=range(4)) -> pd.DataFrame:
 @pytest.mark.parametrize("enough, verdict", [(3, "fewer iterations suffice"),
                                              (50, "all iterations needed")])
 def test_the_fewest_iterations_that_match(enough, verdict):
-    claim = oq.iteration_claim(constructed_sweep(enough), {"t": "T"})
-    assert claim.verdict == verdict and claim.number == enough
-    assert f"{10.0 * enough / 500:.2f} of the time" in claim.finding
-    few = oq.iteration_claim(constructed_sweep(enough, seeds=range(2)), {"t": "T"})
-    assert few.verdict == "inconclusive"  # two seeds are too few to decide
+    claim = oq.iteration_claim(constructed_sweep(enough), {"t": "T"}, profile("t"))
+    assert claim.verdict == verdict
+    assert f"with 50 in every task, tested from 50 down" in claim.finding
+    assert f": {enough}; a forward pass then takes {10.0 * enough / 500:.2f}" in claim.finding
+    few = oq.iteration_claim(constructed_sweep(enough, seeds=range(2)), {"t": "T"},
+                             profile("t"))
+    assert few.verdict == "undecided"  # two seeds are too few to decide
 
 
 # ----------------------------------------------------------------------------- tiny models
@@ -102,10 +119,6 @@ def image_data(n=16, side=8, seed=0) -> Dataset:
     g = torch.Generator().manual_seed(seed)
     return Dataset("toy", "test", torch.rand(n, 1, side, side, generator=g),
                    torch.arange(n) % 2, None, ["x", "y"], "image", "toy")
-
-
-TASK = Task("toy", depth=3, d_model=16, n_heads=2, d_ff=32, epochs=1, batch_size=4, lr=1e-3,
-            warmup_steps=1, patch=4)
 
 
 def tiny_results(data, switches=None) -> dict:
@@ -136,41 +149,50 @@ def test_swapped_and_iterations_on_tiny_models():
     assert set(residuals.layer) == {0, 1, 2, 3}
     comparisons = oq.swap_comparisons(residuals)
     assert set(comparisons.variant) == {"trained with softmax", "trained with sinkhorn"}
-    claim = oq.swap_claim(comparisons, accuracy, {"img": "Img"})
-    assert claim.id == "B3" and "weights trained with Sinkhorn" in claim.finding
+    claim = oq.swap_claim(residuals, accuracy, {"img": "Img"}, profile("img"))
+    assert claim.id == "B3" and "Weights trained with Sinkhorn" in claim.finding
+    assert {r.part for r in claim.results} == {"weights trained with softmax",
+                                               "weights trained with Sinkhorn"}
     sweep = oq.iteration_sweep(results, {"img": data}, 8, torch.device("cpu"), repeats=1)
     assert len(sweep) == 3 * len(oq.ITERATIONS)  # the Sinkhorn models only
     errors = sweep.groupby("iterations")["row_error"].median()
     assert errors[50] < errors[1]  # more iterations, closer to doubly stochastic
-    assert oq.iteration_claim(sweep, {"img": "Img"}).id == "B4"
+    assert oq.iteration_claim(sweep, {"img": "Img"}, profile("img")).id == "B4"
 
 
 def test_pure_training_analysis_runs_both_trainings_with_the_same_parts_off():
     data = image_data()
     scratch = {v: tiny_results(data, sw) for v, sw in oq.SCRATCH.items()}
     accuracy, residuals = oq.scratch_analysis(scratch, tiny_results(data), data, 8,
-                                              torch.device("cpu"))
+                                              torch.device("cpu"), "img")
     assert set(accuracy.training) == {"from scratch", "switched off at inference"}
-    assert len(accuracy) == 2 * 2 * 3 * 2
+    assert len(accuracy) == 2 * 2 * 3 * 2 and set(accuracy.task) == {"img"}
     comparisons = oq.scratch_comparisons(residuals)
-    assert set(comparisons.setting) == set(oq.SCRATCH)
+    assert set(comparisons.setting) == set(oq.SCRATCH) and set(comparisons.task) == {"img"}
     contrast = oq.training_contrast(residuals)
     assert set(contrast.normalization) == {"softmax", "sinkhorn"}
-    assert (contrast.units <= 3).all() and (contrast.units == 3).any()  # floor layers drop
-    claim = oq.scratch_claim(accuracy, comparisons, contrast, chance=0.5)
+    assert (contrast.units == 3).all()  # values at the floor are censored, not dropped
+    claim = oq.scratch_claim(accuracy, residuals, contrast, {"img": 0.5}, {"img": "Img"},
+                             profile("img"))
     assert claim.id == "B1" and "chance 0.500" in claim.finding
+    assert [r.part for r in claim.results] == list(oq.SCRATCH_PARTS.values())
 
 
 def test_lipschitz_tables_and_claim():
     data = image_data()
     models = {"img": {k: r.model for k, r in tiny_results(data).items()}}
-    random = oq.random_lipschitz(16, 2, (0.5, 2.0), (4,), 3, seed=0, n_iter=10)
-    assert len(random) == 2 * 3 * 2 and (random.lipschitz > 0).all()
+    random = oq.random_lipschitz(16, 2, LIPSCHITZ_SCALES, (4, 8), 3, seed=0, n_iter=10)
+    assert len(random) == len(LIPSCHITZ_SCALES) * 2 * 3 * 2 and (random.lipschitz > 0).all()
     # the same weights for both normalizations: at tiny logits the constants nearly agree
     trained = oq.trained_lipschitz(models, {"img": data}, [1, 3], 2)
     assert set(trained.layer) == {1, 3} and len(trained) == 3 * 2 * 2 * 2
+    with pytest.raises(ValueError):  # the registered layers are the first, middle and last
+        oq.lipschitz_claim(random, trained[trained.layer == 1], oq.sensitivity(
+            models, {"img": data}, 2, directions=1), {"img": "Img"}, profile("img"))
+    trained = oq.trained_lipschitz(models, {"img": data}, [1, 2, 3], 2)
     sensitive = oq.sensitivity(models, {"img": data}, 4, directions=2)
     assert len(sensitive) == 3 * 2 * 4 * 2 and (sensitive.sensitivity > 0).all()
-    claim = oq.lipschitz_claim(random, trained, sensitive, {"img": "Img"})
-    assert claim.id == "C10" and "Random layers, n = 4" in claim.finding
-    assert np.isfinite(claim.number)
+    claim = oq.lipschitz_claim(random, trained, sensitive, {"img": "Img"}, profile("img"))
+    assert claim.id == "C10" and "Random layers: n = 4, σ = 0.5:" in claim.finding
+    assert len(claim.results) == len(LIPSCHITZ_SCALES) * 2 + 1
+    assert all(np.isfinite(r.number) for r in claim.results)

@@ -6,12 +6,12 @@ import pandas as pd
 import pytest
 import torch
 
-from rankcollapse.experiments.random_matrix_control import (advantage, beyond_control, claims,
-                                                             control_sweep,
-                                                            hidden_state_test, network_pool,
-                                                            paired_paths, pooled_paths,
-                                                            random_logits, random_pool,
-                                                            verdicts, with_identity_layers)
+from rankcollapse.experiments.random_matrix_control import (
+    advantage, beyond_control, claims, control_label, control_sweep, hidden_state_comparisons,
+    hidden_state_stacks, network_label, network_pool, paired_paths, pooled_paths,
+    random_logits, random_pool, registered_hidden, verdicts, with_identity_layers)
+from rankcollapse.profiles import get_profile
+from rankcollapse.registry import HIDDEN_SCALES, NETWORK_SCALES
 
 
 def test_random_logits_have_the_requested_scale_and_correlation():
@@ -22,6 +22,16 @@ def test_random_logits_have_the_requested_scale_and_correlation():
     assert corr == pytest.approx(0.8, abs=0.02)
     with pytest.raises(ValueError, match="rho"):
         random_logits(2, 1, 1, 2, 1.0, 1.0, torch.Generator())
+
+
+def test_random_logits_take_one_scale_per_layer():
+    a = random_logits(3, 64, 2, 16, scale=[0.5, 1.0, 4.0], rho=0.0,
+                      generator=torch.Generator().manual_seed(0))
+    assert [round(a[l].std().item(), 1) for l in range(3)] == [0.5, 1.0, 4.0]
+    with pytest.raises(ValueError, match="one per layer"):
+        random_logits(3, 1, 1, 2, [1.0, 2.0], 0.0, torch.Generator())
+    with pytest.raises(ValueError, match="positive"):
+        random_logits(2, 1, 1, 2, [1.0, -2.0], 0.0, torch.Generator())
 
 
 def test_half_of_the_layers_become_identity():
@@ -61,7 +71,7 @@ def test_advantage_compares_pools_not_paths():
              "residual": (2.0 if (name == "sinkhorn") == (pool == 0) else 1.0)}
             for pool in (0, 1) for p in range(500) for name in ("softmax", "sinkhorn")]
     adv = advantage(pd.DataFrame(rows))
-    assert adv.verdict.item() == "inconclusive" and adv.units.item() == 2
+    assert adv.verdict.item() == "undecided" and adv.units.item() == 2
 
 
 def test_network_pools_share_weights_and_inputs():
@@ -72,37 +82,60 @@ def test_network_pools_share_weights_and_inputs():
     torch.testing.assert_close(attn["softmax"], attn["sinkhorn"], rtol=0, atol=1e-6)
 
 
-def test_claims_follow_the_verdicts():
-    def adv(setting, verdicts_, first=1):
-        return pd.DataFrame({"setting": setting, "depth": range(first, len(verdicts_) + first),
-                             "ratio": 1.0, "low": 0.9, "high": 1.1, "units": 8,
-                             "excluded": 0, "verdict": verdicts_})
-    table = pd.concat([adv("ind", ["parity"] * 3), adv("idt", ["parity", "more", "more"])])
-    beyond = adv("net", ["more", "inconclusive"], first=2)
-    sweep = adv("x", ["parity", "parity"]).drop(columns="setting").assign(n=[8, 16],
-                                                                          logit_std=1.0)
-    hidden = adv("h", ["more", "more"]).drop(columns="setting").rename(
-        columns={"depth": "layer"}).assign(logit_std=1.0)
-    c6a, c6b, c6d = claims(table, "ind", "idt", beyond, sweep, hidden, n=8)
-    assert (c6a.verdict, c6b.verdict, c6d.verdict) == ("reproduced", "contradicted",
-                                                        "partly reproduced")
-    assert "parity in 2 of 2 cells" in c6a.finding and "(n = 8, logit scale 1)" in c6a.finding
-    assert "No depth shows Sinkhorn ahead" in c6a.finding  # the claim's own wording holds
-    assert "the networks' ratio is larger at depth 2" in c6d.finding
-    # "no advantage": Sinkhorn keeping less agrees with it; keeping more is the opposite
-    table_less = pd.concat([table[table.setting != "idt"], adv("idt", ["parity", "less", "less"])])
-    assert claims(table_less, "ind", "idt", beyond, sweep, hidden, 8)[1].verdict == "reproduced"
-    # no larger advantage than the control's: the path part does not reproduce
-    level = claims(table, "ind", "idt", beyond.assign(verdict="parity"), sweep,
-                   hidden.assign(verdict="parity"), 8)
-    assert level[2].verdict == "not reproduced"
-    # the sweep decides C6a too: an advantage anywhere in it counts against the claim
-    sweep_more = claims(table, "ind", "idt", beyond, sweep.assign(verdict="more"), hidden, 8)
-    assert sweep_more[0].verdict == "partly reproduced"
-    # both parts of the hypothesis agree everywhere: reproduced
-    assert claims(table, "ind", "idt", beyond.assign(verdict="more"), sweep, hidden,
-                  8)[2].verdict == "reproduced"
-    assert verdicts(table_less)["idt"] == "Sinkhorn keeps less at depths 2–3; parity at depth 1."
+def pools(setting: str, ratio: float, n_pools: int = 12, depths=(1, 2, 3, 4),
+          spread: float = 0.01) -> pd.DataFrame:
+    """A `pooled_paths` table: per pool and depth one path, Sinkhorn = `ratio` x softmax
+    times a small per-pool factor."""
+    return pd.DataFrame([{"setting": setting, "pool": p, "depth": d, "path": 0,
+                          "normalization": name,
+                          "residual": 0.01 * (1 + p) * 0.5**d
+                          * ((ratio * (1 + spread * (p % 3 - 1))) if name == "sinkhorn" else 1)}
+                         for p in range(n_pools) for d in depths
+                         for name in ("softmax", "sinkhorn")])
+
+
+def stacks(ratio: float, draws: int = 12) -> pd.DataFrame:
+    """`hidden_state_stacks`-shaped rows: per logit scale, draw and layer, two inputs."""
+    return pd.DataFrame([{"logit_std": s, "draw": d, "layer": l, "sample": i,
+                          "normalization": name,
+                          "residual": 0.1 * (1 + d) * (ratio * (1 + 0.01 * (d % 3 - 1))
+                                                       if name == "sinkhorn" else 1)}
+                         for s in HIDDEN_SCALES for d in range(draws) for l in range(4)
+                         for i in range(2) for name in ("softmax", "sinkhorn")])
+
+
+def test_claims_follow_the_registered_tests():
+    ci = get_profile("ci")
+    control = pd.concat([pools("independent", 1.0), pools("independent, half identity", 0.5)])
+    networks = pd.concat([pools(network_label(True, s), 2.0) for s in NETWORK_SCALES])
+    controls = pd.concat([pools(control_label(s), 1.0) for s in NETWORK_SCALES])
+    sweep = pd.DataFrame({"n": [8, 16], "logit_std": 1.0, "depth": 2, "verdict": "parity"})
+    hidden = {True: stacks(1.5), False: stacks(1.0)}
+    c6a, c6b, c6d = claims(control, networks, controls, hidden, sweep, ci)
+    assert c6a.verdict == "reproduced" and c6a.results[0].found == "parity"
+    assert c6b.verdict == "reproduced" and c6b.results[0].found == "less"  # less agrees
+    assert c6a.results[0].task == "the paper's setting" and c6a.results[0].units == (12,)
+    assert "parity in 2 of 2 cells" in c6a.finding and "(n = 32, logit scale 1" in c6a.finding
+    parts = [r.part for r in c6d.results]
+    assert parts.count("random networks with skips and LayerNorm, path products") == 2
+    assert parts.count("random networks with skips, no LayerNorm, hidden states") == 4
+    # path products 2x the control's and hidden states with LayerNorm 1.5x: agree; without
+    # LayerNorm parity: against; so the claim is partly reproduced
+    assert c6d.verdict == "partly reproduced"
+    assert all(r.found == "more" for r in c6d.results[:6])
+    assert c6d.results[0].number == pytest.approx(2.0, rel=0.01)
+    assert c6d.results[0].units == (12, 12)
+    advantage_everywhere = claims(control, networks, controls, {True: stacks(1.5),
+                                                                False: stacks(1.5)}, sweep, ci)
+    assert advantage_everywhere[2].verdict == "reproduced"
+    # an advantage in the random control contradicts "no advantage"
+    ahead = pd.concat([pools("independent", 1.5), pools("independent, half identity", 1.0)])
+    assert claims(ahead, networks, controls, hidden, sweep, ci)[0].verdict == "contradicted"
+    with pytest.raises(ValueError, match="registered for tasks"):
+        claims(control, networks, controls, {True: stacks(1.5)[lambda t: t.logit_std < 4],
+                                             False: stacks(1.0)}, sweep, ci)
+    assert verdicts(advantage(control))["independent, half identity"].startswith(
+        "Sinkhorn keeps less at depths 1–4")
 
 
 def test_networks_are_compared_with_the_control_at_their_scale():
@@ -130,9 +163,15 @@ def test_control_sweep_is_the_control_at_every_size_and_scale():
     np.testing.assert_allclose(cell.to_numpy(), direct.set_index("depth")["ratio"].to_numpy())
 
 
-def test_hidden_state_test_finds_parity_when_both_attentions_are_uniform():
+@pytest.mark.parametrize("layernorm", [True, False])
+def test_hidden_state_test_finds_parity_when_both_attentions_are_uniform(layernorm):
     # vanishing logits: softmax and Sinkhorn are both uniform, the networks are the same
-    hidden = hidden_state_test(8, 2, 3, 4, 5, [1e-8], networks=4, seed=0, n_iter=20)
+    table = hidden_state_stacks(8, 2, 3, 4, 5, [1e-8], networks=4, seed=0, n_iter=20,
+                                layernorm=layernorm)
+    assert set(table.layernorm) == {layernorm}
+    hidden = hidden_state_comparisons(table)
     assert list(hidden.layer) == [1, 2, 3] and (hidden.units == 4).all()
     np.testing.assert_allclose(hidden.ratio, 1.0, atol=1e-6)
     assert (hidden.verdict == "parity").all()
+    data = registered_hidden(table)
+    assert set(data.task) == {"σ = 1e-08"} and set(data.position) == {1, 2, 3}

@@ -5,7 +5,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rankcollapse.experiments.random_vs_trained import claim, random_contrast, random_products
+from dataclasses import replace
+
+from rankcollapse.experiments.random_vs_trained import (claim, measured_scales, random_contrast,
+                                                        random_products, registered_data)
+from rankcollapse.profiles import Task, get_profile
+
+TOY = replace(get_profile("ci"), tasks={"t": Task("mnist10k", depth=3, d_model=8, n_heads=1,
+                                                  d_ff=8, epochs=1, batch_size=1, lr=1e-3,
+                                                  warmup_steps=1)})
 
 
 def tables(trained_value, random_value, seeds=3, pools=5):
@@ -29,15 +37,19 @@ def test_random_over_trained_is_the_ratio_and_depth_one_is_left_out():
     assert set(contrast.depth) == {2, 3} and len(contrast) == 4
     np.testing.assert_allclose(contrast.ratio, 100.0, rtol=0.05)
     assert (contrast.verdict == "more").all() and (contrast.units == 3).all()
-    c6c = claim(contrast, {"t": "Task"})
+    c6c = claim(paths, random, {"t": "Task"}, TOY)
     assert c6c.verdict == "reproduced" and "random products keep more" in c6c.finding
-    assert c6c.number == pytest.approx(100.0, rel=0.05)
+    assert [r.task for r in c6c.results] == ["Task, softmax", "Task, Sinkhorn"]
+    assert c6c.results[0].number == pytest.approx(100.0, rel=0.05)
+    assert c6c.results[0].units == (3, 5)  # seeds, pools
+    data = registered_data(paths, random)
+    assert set(data.group) == {"reference", "other"} and set(data.position) == {1, 2, 3}
 
 
 def test_the_other_way_round_contradicts():
-    contrast = random_contrast(*tables(1e-1, 1e-3))
-    assert (contrast.verdict == "less").all()
-    assert claim(contrast, {"t": "Task"}).verdict == "contradicted"
+    paths, random = tables(1e-1, 1e-3)
+    assert (random_contrast(paths, random).verdict == "less").all()
+    assert claim(paths, random, {"t": "Task"}, TOY).verdict == "contradicted"
 
 
 def test_only_the_chosen_variant_counts():
@@ -46,9 +58,19 @@ def test_only_the_chosen_variant_counts():
     assert (random_contrast(paths, random).verdict == "more").all()
 
 
-def test_random_products_have_each_tasks_shape():
-    table = random_products({"a": (3, 1, 4), "b": (2, 2, 5)}, n_pools=2, n_paths=3, seed=0,
-                            batch=2, n_iter=10)
+def test_random_products_have_each_tasks_shape_and_measured_scale():
+    attention = pd.DataFrame([{"task": t, "normalization": n, "layer": l, "seed": s,
+                               "logit_std": (0.5 if n == "softmax" else 2.0) * l}
+                              for t, layers in (("a", 3), ("b", 2)) for n in ("softmax", "sinkhorn")
+                              for l in range(1, layers + 1) for s in range(3)])
+    scales = measured_scales(attention)
+    np.testing.assert_allclose(scales[("a", "sinkhorn")], [2.0, 4.0, 6.0])
+    table = random_products({"a": (3, 1, 4), "b": (2, 2, 5)}, scales, n_pools=2, n_paths=3,
+                            seed=0, batch=2, n_iter=10)
     assert set(table.task) == {"a", "b"}
     assert table.groupby("task").depth.max().to_dict() == {"a": 3, "b": 2}
     assert set(table.pool) == {0, 1} and set(table.normalization) == {"softmax", "sinkhorn"}
+    # larger logits, sharper attention, less mixing: the Sinkhorn pools (logit scales 2-6)
+    # keep more rank than the softmax pools (0.5-1.5)
+    deep = table[table.depth == 2].groupby(["task", "normalization"]).residual.median()
+    assert deep[("a", "sinkhorn")] > deep[("a", "softmax")]

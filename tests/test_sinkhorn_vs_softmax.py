@@ -2,9 +2,12 @@
 entropy comparison over independent draws, and the layers-to-collapse numbers."""
 
 import numpy as np
+import pytest
 import pandas as pd
 import torch
 
+from rankcollapse.profiles import get_profile
+from rankcollapse.registry import ENTROPY_SCALES
 from rankcollapse.experiments.sinkhorn_vs_softmax import (claims, convergence,
                                                           convergence_curves,
                                                           entropy_comparison, entropy_table,
@@ -61,16 +64,22 @@ def test_claims_c2a_and_c9_follow_the_numbers():
                           ("n = 128", "99%"): [1e-12, 1e-9, 1e-4],
                           ("n = 128", "largest"): [1e-12, 1e-7, 1e-3]},
                          index=pd.Index([1.0, 2.0, 5.0]))
-    entropies = pd.concat([pd.DataFrame({"scale": s, "normalization": name, "draw": range(5),
+    rng = np.random.default_rng(0)
+    entropies = pd.concat([pd.DataFrame({"scale": s, "normalization": name, "draw": range(20),
                                          "entropy": base * (gain if name == "sinkhorn" else 1)})
-                           for s, gain in [(1.0, 1.0), (4.0, 1.5)]
-                           for name in ("softmax", "sinkhorn")
-                           for base in [np.linspace(1, 2, 5)]])
-    table = entropy_comparison(entropies)
-    c2a, c9 = claims(after, table)
+                           for s, gain in zip(ENTROPY_SCALES, [1.0, 1.5, 1.5, 1.5, 1.5])
+                           for base in [1 + rng.random(20)]
+                           for name in ("softmax", "sinkhorn")])
+    c2a, c9 = claims(after, entropies, get_profile("ci"))
     # the 99% quantile decides (1e-9), not the single worst draw (1e-7), as on trained logits
     assert c2a.verdict == "reproduced" and "99% quantile over the random draws 1.0e-09" in c2a.finding
-    assert "largest 1.0e-07" in c2a.finding
-    assert list(table.verdict) == ["parity", "more"] and c9.verdict == "partly reproduced"
-    c2a, _ = claims(after, table, tolerance=1e-10)
-    assert c2a.verdict == "not reproduced"
+    assert "largest 1.0e-07" in c2a.finding and c2a.results[0].number == 1e-9
+    assert [r.found for r in c9.results] == ["parity"] + ["more"] * 4
+    assert c9.verdict == "partly reproduced"  # parity at the first scale decides against
+    described = entropy_comparison(entropies)  # the chapter's description: the same findings
+    assert list(described.verdict) == ["parity"] + ["more"] * 4
+    assert described.level.tolist() == pytest.approx([1 - 0.05 / 5] * 5)
+    assert c9.results[1].level == pytest.approx(1 - 0.05 / 8)  # C9's family: 5 scales, 3 tasks
+    worse = after.copy()
+    worse[("n = 128", "99%")] = [1e-12, 2e-6, 1e-4]
+    assert claims(worse, entropies, get_profile("ci"))[0].verdict == "not reproduced"

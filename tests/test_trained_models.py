@@ -6,15 +6,17 @@ import pytest
 import torch
 
 from rankcollapse.data import Dataset, Tokenizer
-from rankcollapse.experiments.trained_models import (VARIANTS, accuracy_table, analyse, claims,
-                                                     claims_table, early_contrast,
-                                                     layer_comparisons, skip_contrast,
-                                                     layer_sentences, path_comparisons, record,
-                                                     switched, train_config,
-                                                     entropy_comparisons,
+from dataclasses import replace
+from types import SimpleNamespace
+
+from rankcollapse.experiments.trained_models import (VARIANTS, Analysis, accuracy_claim,
+                                                     accuracy_table, analyse, claims,
+                                                     claims_table, layer_comparisons,
+                                                     layer_sentences, path_comparisons, per_unit,
+                                                     record, switched, train_config,
                                                      trained_attention_claims)
 from rankcollapse.models import Switches, build_model
-from rankcollapse.profiles import Task
+from rankcollapse.profiles import Task, get_profile
 from rankcollapse.training import TrainResult
 
 
@@ -25,9 +27,17 @@ def text_data(n=12, length=8) -> Dataset:
                    vocab=tok)
 
 
+TOY = Task("wordnet4", depth=3, d_model=16, n_heads=2, d_ff=32, epochs=1, batch_size=4,
+           lr=1e-3, warmup_steps=1, max_len=8)
+
+
+def profile(*tasks: str):
+    """The ci profile with toy trained tasks of these names (the registry reads them)."""
+    return replace(get_profile("ci"), tasks={t: TOY for t in tasks})
+
+
 def tiny_models(data):
-    task = Task("toy", depth=3, d_model=16, n_heads=2, d_ff=32, epochs=1, batch_size=4,
-                lr=1e-3, warmup_steps=1, max_len=8)
+    task = TOY
     torch.manual_seed(0)
     return {name: build_model(train_config(task, data, name, 0, n_iter=10).model).eval()
             for name in ("softmax", "sinkhorn")}
@@ -71,16 +81,18 @@ def test_analyse_and_claims_tables():
     assert len(comparisons) == len(VARIANTS) * 3 and (comparisons.units <= 3).all()
     table = claims_table(comparisons)
     assert list(table.variant) == list(VARIANTS) and set(table.task) == {"text"}
-    assert (table[["layers_more", "layers_less", "layers_parity", "layers_inconclusive"]]
+    assert (table[["layers_more", "layers_less", "layers_parity", "layers_neither"]]
             .sum(axis=1) == 3).all()
     paths["setting"] = "toy, " + paths["variant"]
     path_table = path_comparisons(paths)
     assert set(path_table.setting) == {"toy, full model", "toy, without skip"}
-    c4a, c4d, c4e = claims(comparisons, layer_comparisons(outputs), path_table, {"text": "toy"})
-    assert (c4a.id, c4d.id, c4e.id) == ("C4a", "C4d", "C4e") and c4a.finding.startswith("toy: ")
-    entropy = entropy_comparisons(stats)
-    c2a, c9 = trained_attention_claims(stats, entropy, {"text": "toy"})
+    c4 = claims(result, {"text": "toy"}, profile("text"))
+    assert [c.id for c in c4] == ["C4a", "C4b", "C4c", "C4d", "C4e"]
+    assert all(r.task == "toy" and r.units == (3,) for c in c4 for r in c.results)
+    c2a, c9 = trained_attention_claims(stats, {"text": "toy"}, profile("text"))
     assert c2a.id == "C2a" and c9.id == "C9" and "logit scale" in c2a.finding
+    assert c2a.results[0].number == pytest.approx(
+        stats[stats.normalization == "sinkhorn"].marginal_error.quantile(0.99))
 
 
 def constructed(ratios: dict[str, list[float]]) -> pd.DataFrame:
@@ -99,9 +111,22 @@ def constructed(ratios: dict[str, list[float]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def analysis_of(residuals: pd.DataFrame, path_ratio: float = 3.0) -> Analysis:
+    """An `Analysis` whose hidden states and attention outputs are `residuals` and whose
+    path products have Sinkhorn / softmax = `path_ratio` at every depth, for every seed."""
+    depth = int(residuals["layer"].max())
+    paths = pd.DataFrame([dict(task="t", variant="full model", depth=d, seed=s, sample=s,
+                               normalization=n,
+                               residual=0.1 * (1 + s) * (path_ratio if n == "sinkhorn" else 1.0))
+                          for d in range(1, depth + 1) for s in range(6)
+                          for n in ("softmax", "sinkhorn")])
+    return Analysis(residuals, residuals[residuals["layer"] > 0], paths, pd.DataFrame(), {})
+
+
 def test_layer_comparisons_and_claims_on_constructed_ratios():
     residuals = constructed({"full model": [2.0, 2.0, 1.0], "without FFN": [2.0, 1.0, 1.0],
-                             "without skip": [0.5, 0.5, 0.5], "pure": [1.0, 1.0, 0.5]})
+                             "without skip": [0.5, 0.5, 0.5],
+                             "pure attention (no FFN, no skip)": [1.0, 1.0, 0.5]})
     comparisons = layer_comparisons(residuals)
     table = claims_table(comparisons).set_index("variant")
     assert table.loc["full model", "layers_more"] == 2
@@ -112,56 +137,53 @@ def test_layer_comparisons_and_claims_on_constructed_ratios():
     sentences = layer_sentences(comparisons)
     assert sentences[("t", "full model")] == ("Sinkhorn keeps more at layers 1–2; parity at "
                                               "layer 3.")
-    paths = pd.DataFrame([dict(setting="T, full model", depth=1, seed=s, sample=s, normalization=n,
-                               residual=1.0 if n == "softmax" else 3.0)
-                          for s in range(5) for n in ("softmax", "sinkhorn")])
-    c4a, c4d, c4e = claims(comparisons, comparisons, path_comparisons(paths), {"t": "T"})
-    assert c4a.verdict == "partly reproduced" and c4e.verdict == "reproduced"
-    assert c4d.verdict == c4a.verdict  # the same comparisons give the same verdict
+    c4a, c4b, c4c, c4d, c4e = claims(analysis_of(residuals), {"t": "T"}, profile("t"))
+    # complete models: mean log ratio over layers 1-3 is (2 log 2) / 3
+    assert c4a.results[0].number == pytest.approx(2 ** (2 / 3))
+    assert c4a.verdict == "reproduced" and c4e.verdict == "reproduced"
+    assert c4d.verdict == c4a.verdict  # the same table gives the same verdict
+    assert c4e.results[0].number == pytest.approx(3.0)
 
 
 def test_early_and_skip_contrasts_decide_c4b_and_c4c():
     """Full model: ratio 4 in layers 1-2, 1 in 3-4 (early advantage); variants with skips
-    ratio 2, without 1 (skip advantage); each training seed is a unit."""
+    ratio 2 or 4 in the first half, without 1 (skip advantage); each seed is a unit."""
     residuals = constructed({"full model": [4.0, 4.0, 1.0, 1.0], "without FFN": [2.0] * 4,
-                             "without skip": [1.0] * 4, "pure": [1.0] * 4})
-    early, skips = early_contrast(residuals), skip_contrast(residuals)
-    assert early.verdict.item() == "more" and early.ratio.item() == pytest.approx(4.0)
-    assert skips.verdict.item() == "more"
-    assert skips.ratio.item() == pytest.approx(2.0)  # (log 4 + log 4 + 4 log 2) / 8 = log 2
-    reverse = constructed({"full model": [1.0, 1.0, 4.0, 4.0], "without skip": [3.0] * 4})
-    assert early_contrast(reverse).verdict.item() == "less"
-    assert skip_contrast(reverse).verdict.item() == "less"
+                             "without skip": [1.0] * 4,
+                             "pure attention (no FFN, no skip)": [1.0] * 4})
+    _, c4b, c4c, _, _ = claims(analysis_of(residuals), {"t": "T"}, profile("t"))
+    assert c4b.results[0].number == pytest.approx(4.0) and c4b.verdict == "reproduced"
+    # first half, with skips: (2 log 4 + 2 log 2) / 4 = log 2^1.5
+    assert c4c.results[0].number == pytest.approx(2 ** 1.5) and c4c.verdict == "reproduced"
+    assert "larger early" in c4b.finding
+    reverse = constructed({"full model": [1.0, 1.0, 4.0, 4.0], "without FFN": [1.0] * 4,
+                           "without skip": [3.0] * 4,
+                           "pure attention (no FFN, no skip)": [3.0] * 4})
+    _, c4b, c4c, _, _ = claims(analysis_of(reverse), {"t": "T"}, profile("t"))
+    assert c4b.verdict == "contradicted" and c4c.verdict == "contradicted"
     # less behind with skips is not more ahead: no advantage, so the claim is not reproduced
-    behind = constructed({"full model": [0.8] * 4, "without skip": [0.4] * 4})
-    skips_behind = skip_contrast(behind)
-    assert skips_behind.verdict.item() == "more" and skips_behind.first_verdict.item() == "less"
-    # deep layers at the floor without skips: only the layers all variants keep are compared
-    deep = constructed({"full model": [1.0, 1.0, 8.0, 8.0], "without skip": [1.0, 1.0, 1.0, 1.0]})
-    floor = (deep.variant == "without skip") & (deep.layer >= 3)
-    deep.loc[floor, "residual"] = 0.0
-    assert skip_contrast(deep).verdict.item() == "parity"  # layers 1-2: ratio 1 in both
-    c4c = [c for c in claims(layer_comparisons(behind), layer_comparisons(behind), path_comparisons(pd.DataFrame(
-        [dict(setting="T, full model", depth=1, seed=s, sample=s, normalization=n, residual=1.0)
-         for s in range(5) for n in ("softmax", "sinkhorn")])), {"t": "T"},
-        skips=skips_behind) if c.id == "C4c"][0]
-    assert c4c.verdict == "not reproduced" and "not ahead there" in c4c.finding
-    comparisons = layer_comparisons(residuals)
-    claims_ = claims(comparisons, comparisons, path_comparisons(pd.DataFrame(
-        [dict(setting="T, full model", depth=1, seed=s, sample=s, normalization=n, residual=1.0)
-         for s in range(5) for n in ("softmax", "sinkhorn")])), {"t": "T"},
-        early=early, skips=skips)
-    assert [c.id for c in claims_] == ["C4a", "C4b", "C4c", "C4d", "C4e"]
-    assert claims_[1].verdict == claims_[2].verdict == "reproduced"
-    assert "larger early" in claims_[1].finding
+    behind = constructed({"full model": [0.8] * 4, "without FFN": [0.8] * 4,
+                          "without skip": [0.4] * 4,
+                          "pure attention (no FFN, no skip)": [0.4] * 4})
+    _, _, c4c, _, _ = claims(analysis_of(behind), {"t": "T"}, profile("t"))
+    assert c4c.results[0].found == "more" and c4c.results[0].requirement == "less"
+    assert c4c.verdict == "not reproduced" and "Sinkhorn behind there" in c4c.finding
 
 
-def test_claims_table_leaves_out_layers_mostly_at_the_floor():
+def test_claims_table_counts_layers_tied_at_the_floor():
     residuals = constructed({"full model": [2.0, 3.0, 5.0]})
     residuals.loc[(residuals.layer == 3) & (residuals["seed"] < 5), "residual"] = 1e-20
     table = claims_table(layer_comparisons(residuals)).iloc[0]
     assert table.layers_at_floor == 1 and table.largest_ratio_layer == 2
-    assert table.mean_log10_ratio == pytest.approx((np.log10(2) + np.log10(3)) / 2)
+
+
+def test_per_unit_takes_each_seeds_median():
+    residuals = constructed({"full model": [2.0]})
+    data = per_unit(residuals)
+    assert set(data.columns) >= {"task", "variant", "position", "unit", "softmax", "sinkhorn"}
+    assert len(data) == 6 and data.position.unique().tolist() == [1]
+    first = data[data.unit == 0].iloc[0]
+    assert first.softmax == pytest.approx(0.15) and first.sinkhorn == pytest.approx(0.3)
 
 
 def test_accuracy_table_means_over_seeds():
@@ -177,18 +199,15 @@ def test_accuracy_table_means_over_seeds():
 
 
 def test_accuracy_claim_counts_a_match_or_an_improvement():
-    from types import SimpleNamespace
-
-    from rankcollapse.experiments.trained_models import accuracy_claim
-
     def results(soft, sink):
         return {"t": {**{("softmax", s): SimpleNamespace(test_accuracy=a) for s, a in enumerate(soft)},
                       **{("sinkhorn", s): SimpleNamespace(test_accuracy=a) for s, a in enumerate(sink)}}}
-    same = accuracy_claim(results([0.8, 0.81, 0.79], [0.8, 0.81, 0.79]), {"t": "T"})
-    assert same.verdict == "reproduced" and same.number == pytest.approx(1.0)
-    better = accuracy_claim(results([0.5, 0.52, 0.49], [0.8, 0.81, 0.79]), {"t": "T"})
-    assert better.verdict == "reproduced" and better.number > 1.5
-    worse = accuracy_claim(results([0.8, 0.81, 0.79], [0.5, 0.52, 0.49]), {"t": "T"})
-    assert worse.verdict == "contradicted" and worse.interval[1] < 1
-    one_seed = accuracy_claim(results([0.8], [0.8]), {"t": "T"})
-    assert one_seed.verdict == "not testable here"
+    toy = profile("t")
+    same = accuracy_claim(results([0.8, 0.81, 0.79], [0.8, 0.81, 0.79]), {"t": "T"}, toy)
+    assert same.verdict == "reproduced" and same.results[0].number == pytest.approx(1.0)
+    better = accuracy_claim(results([0.5, 0.52, 0.49], [0.8, 0.81, 0.79]), {"t": "T"}, toy)
+    assert better.verdict == "reproduced" and better.results[0].number > 1.5
+    worse = accuracy_claim(results([0.8, 0.81, 0.79], [0.5, 0.52, 0.49]), {"t": "T"}, toy)
+    assert worse.verdict == "contradicted" and worse.results[0].high < 1
+    one_seed = accuracy_claim(results([0.8], [0.8]), {"t": "T"}, toy)
+    assert one_seed.verdict == "undecided" and one_seed.results[0].units == (1,)

@@ -26,7 +26,7 @@ from rankcollapse import __version__
 from rankcollapse.devices import resolve_device
 from rankcollapse.plots import use_style
 from rankcollapse.profiles import Profile, get_profile
-from rankcollapse.stats import Claim, claims_markdown
+from rankcollapse.registry import Claim, claims_markdown
 from rankcollapse_book.export import save_figure
 from rankcollapse_book.ledger import SYNTHETIC, save_records
 

@@ -1,36 +1,35 @@
-"""The claims ledger: one row per claim of the paper, from the chapters' own claim records.
+"""The claims ledger: one row per claim of the paper, decided from the chapters' own results.
 
-Each chapter's summary box records its `stats.Claim` rows in
+Each chapter's summary box records its `registry.Claim` rows in
 `book/chapters/claims/<chapter>.json` when it runs (`chapter.Chapter.glue_claims`). At build
-time `write_ledger` turns them into the book's Claims page (`book/claims.md`), the findings
-summary the intro includes (`book/findings.md`) and `claims.json`, which `build` copies to
-`_build/html/claims.json`. A claim no chapter decides is listed as not testable here, with
-the reason below. Rows of one claim from several chapters are merged by
-`stats.merge_verdicts`.
+time `write_ledger` merges the results of every part of a claim (C2a and C9 on random and on
+trained logits, C6d in chapters 4 and 6), decides the claim again from all of them with its
+registered rule (`registry.decide`), measures each claim's calibration by simulating its
+design (`verdicts.calibration`), and writes the book's Claims page (`book/claims.md`), the
+findings summary the intro includes (`book/findings.md`) and `claims.json`, which `build`
+copies to `_build/html/claims.json`. The page also prints the registry itself: the
+pre-registered primary test of every claim.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
+from rankcollapse import registry
 from rankcollapse.files import atomic_write_text
-from rankcollapse.stats import (CLAIM_VERDICTS, CLAIMS, FINDING_IDS, OPEN_QUESTIONS,
-                                merge_verdicts, significant)
+from rankcollapse.profiles import get_profile
+from rankcollapse.stats import LEVEL, MAX_TIED, POWER, significant
+from rankcollapse.verdicts import (CLAIM_RULE, CLAIM_VERDICTS, COMPARISON_RULE, FINDING_RULE,
+                                   Result, calibration)
 
 RECORDS = Path("book") / "chapters" / "claims"
 PAGE, FINDINGS, JSON = Path("book") / "claims.md", Path("book") / "findings.md", "claims.json"
-UNDECIDED = {  # why a claim has no chapter deciding it in this version of the book
-    "C5": "the `ci` profile trains smaller models on stand-in data; the `full` profile uses "
-          "the paper's sizes and datasets, and its verdict is that run's",
-    "C7": "a statement of the paper's limits, not a result to reproduce; the open question B1 "
-          "trains pure attention from scratch",
-    "C10": "future work of the paper; the chapter that measures it did not run in this build",
-    **{q: "the chapter that answers it did not run in this build" for q in OPEN_QUESTIONS},
-}
-
-
+NOT_RUN = "the chapter that decides it did not run in this build"
 SYNTHETIC = "random weights, inputs and logits"  # what chapters without datasets compute on
+CALIBRATION_RUNS = 1000  # simulated repetitions of each claim's design
+EFFECT = 1.5  # the effect at which the ledger states power
 
 
 def save_records(root: Path, chapter: str, profile: str, rows: list[dict],
@@ -52,41 +51,59 @@ def collect(root: Path, chapters: list[str]) -> list[dict]:
     return rows
 
 
+def _result(record: dict) -> Result:
+    return Result(**{k: tuple(v) if isinstance(v, list) else v for k, v in record.items()})
+
+
+def _direction(claim_id: str) -> str:
+    """The one direction of a claim's statistical parts ('' for checks and questions)."""
+    directions = {p.direction for p in registry.CLAIMS[claim_id].parts if p.test != "check"}
+    return directions.pop() if len(directions) == 1 else ""
+
+
 def ledger(rows: list[dict], profile: str) -> list[dict]:
-    """One row per claim id of `stats.CLAIMS`, then per open question of
-    `stats.OPEN_QUESTIONS`, in their order: the chapters' rows merged (verdict by
-    `merge_verdicts`, for `FINDING_IDS` the one verdict or 'mixed'; findings, chapters and
-    figures joined; the number and interval of the first part that has one), or not testable
-    here with the reason."""
+    """One row per claim of `registry.CLAIMS`, in its order: the results of every chapter's
+    parts merged and decided again by `registry.decide`; findings, chapters and figures
+    joined; the primary tests and units from the registry; the detectable ratio (the largest
+    over the claim's tests: what every one of them could detect) and the calibration of its
+    rule. A claim no chapter recorded is 'not testable here' with the reason."""
+    settings = get_profile(profile)
     merged = []
-    for claim_id, text in {**CLAIMS, **OPEN_QUESTIONS}.items():
+    for claim_id, entry in registry.CLAIMS.items():
         parts = [r for r in rows if r["id"] == claim_id]
-        if not parts:
-            merged.append({"id": claim_id, "claim": text, "verdict": "not testable here",
-                           "finding": UNDECIDED.get(claim_id, "no chapter decides it yet") + ".",
-                           "number": None, "interval": None, "measure": None, "figure": None,
-                           "chapter": None, "data": None,
-                           "profile": profile})
-            continue
-        numbered = next((p for p in parts if p.get("number") is not None), {})
+        results = [_result(x) for p in parts for x in p["results"]]
+        tests = [r for r in results if r.units]
+        detectable = [r.detectable for r in tests
+                      if r.detectable is not None and math.isfinite(r.detectable)]
+        direction = _direction(claim_id)
+        calibrated = (calibration(tests, direction, registry.family(claim_id, settings),
+                                  CALIBRATION_RUNS, effect=EFFECT)
+                      if tests and not entry.finding else None)
+        single = results[0] if len(results) == 1 else None
         merged.append({
-            "id": claim_id, "claim": text,
-            "verdict": _merged_verdict(claim_id, [p["verdict"] for p in parts]),
-            "finding": " ".join(f"{p['finding']}" for p in parts),
-            "number": numbered.get("number"), "interval": numbered.get("interval"),
-            "measure": numbered.get("measure"),
-            "figure": ", ".join(dict.fromkeys(p["figure"] for p in parts if p.get("figure")))
-            or None,
-            "chapter": ", ".join(dict.fromkeys(p["chapter"] for p in parts)),
-            "data": "; ".join(dict.fromkeys(p.get("data") or SYNTHETIC for p in parts)),
-            "profile": parts[0]["profile"]})
+            "id": claim_id, "claim": entry.claim,
+            "verdict": (registry.decide(claim_id, results) if parts else "not testable here"),
+            "finding": " ".join(p["finding"] for p in parts) or (entry.untested or NOT_RUN) + ".",
+            "parts": [p.name for p in entry.parts],
+            "primary_test": {p.name: p.statement() for p in entry.parts},
+            "units": {p.name: p.unit for p in entry.parts},
+            "direction": direction or None,
+            "family": registry.family(claim_id, settings) if tests else None,
+            "results": [r.record() for r in results],
+            "number": single.number if single else None,
+            "interval": [single.low, single.high] if single and single.low is not None else None,
+            "detectable_ratio": max(detectable) if detectable else None,
+            "calibration": ({"false_rate": calibrated.false_rate, "power": calibrated.power,
+                             "power_every": calibrated.power_every, "runs": calibrated.runs,
+                             "effect": EFFECT}
+                            if calibrated else None),
+            "figure": ", ".join(dict.fromkeys(f.strip() for p in parts
+                                              for f in (p.get("figure") or "").split(",")
+                                              if f.strip())) or None,
+            "chapter": ", ".join(dict.fromkeys(p["chapter"] for p in parts)) or None,
+            "data": "; ".join(dict.fromkeys(p.get("data") or SYNTHETIC for p in parts)) or None,
+            "profile": profile})
     return merged
-
-
-def _merged_verdict(claim_id: str, verdicts: list[str]) -> str:
-    if claim_id in FINDING_IDS:
-        return verdicts[0] if len(set(verdicts)) == 1 else "mixed"
-    return merge_verdicts(verdicts)
 
 
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -107,56 +124,129 @@ def readable(x: float) -> str:
     return power if mantissa == "1" else f"{mantissa}×{power}"
 
 
-def _number(row: dict) -> str:
-    if row["number"] is None:
+def _estimate(r: dict) -> str:
+    """'1.32 (1.10–1.58)' for a test, the value for a check, '–' without one."""
+    if r["number"] is None or not math.isfinite(r["number"]):
         return "–"
-    interval = (f" ({readable(row['interval'][0])}–{readable(row['interval'][1])})"
-                if row["interval"] else "")
-    return f"{readable(row['number'])}{interval}"
+    if r["low"] is None or not math.isfinite(r["low"]):
+        return f"{r['bound']}{readable(r['number'])}"
+    return f"{readable(r['number'])} ({readable(r['low'])}–{readable(r['high'])})"
 
 
-def _cell(text: str) -> str:
+def _cell(text) -> str:
     """Text for a Markdown table cell: pipes escaped, on one line."""
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+FOUND_WORDS = {"more": "higher", "less": "lower", "parity": "parity",
+               "not more": "not higher by the margin", "not less": "not lower by the margin",
+               "undecided": "undecided", "passes": "check passes", "fails": "check fails",
+               "not checked": "not checked"}
+
+
+def _shown(row: dict) -> str:
+    figures = [f"{{numref}}`{f.strip()}`" for f in (row["figure"] or "").split(",") if f.strip()]
+    chapters = [f"{{doc}}`chapters/{c.strip()}`" for c in (row["chapter"] or "").split(",")
+                if c.strip()]
+    return "; ".join(part for part in (", ".join(figures), ", ".join(chapters)) if part) or "–"
+
+
 def _table(rows: list[dict]) -> list[str]:
-    """Ledger rows as one wide Markdown table (the page's `ledger` style)."""
+    """Ledger rows as one wide Markdown table (the page's `ledger` style): a row per claim,
+    then one per primary test (task of a part) under it."""
     lines = [":::{div} ledger",
-             "| id | claim | verdict | number (range) | what the number is | shown in | data |",
-             "|---|---|---|---|---|---|---|"]
-    for r in rows:
-        figures = ", ".join(f"{{numref}}`{f.strip()}`" for f in (r["figure"] or "").split(",")
-                            if f.strip()) or "–"
-        chapters = ", ".join(f"{{doc}}`chapters/{c.strip()}`"
-                             for c in (r["chapter"] or "").split(",") if c.strip()) or "–"
-        shown = "; ".join(part for part in (figures, chapters) if part != "–") or "–"
-        lines.append(f"| {r['id']} | {_cell(r['claim'])} | **{r['verdict']}** | {_number(r)} | "
-                     f"{_cell(r.get('measure') or '–')} | {shown} | {_cell(r.get('data') or '–')} |")
+             "| id | claim, part and task | verdict / what the test found | estimate "
+             "(interval) | level | units | detectable | shown in |",
+             "|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(f"| **{row['id']}** | {_cell(row['claim'])} | **{row['verdict']}** | | | | "
+                     f"| {_shown(row)} |")
+        for r in row["results"]:
+            units = "+".join(map(str, r["units"])) if r["units"] else "–"
+            detect = readable(r["detectable"]) if r["detectable"] is not None and \
+                math.isfinite(r["detectable"]) else "–"
+            level = f"{100 * r['level']:.3g}%" if r["level"] and r["units"] else "–"
+            at = f", {r['at']:g}" if r.get("at") is not None else ""
+            tied = (" (mostly tied at the floor)" if r["tied"] > MAX_TIED * max(r["values"], 1)
+                    else "")
+            lines.append(f"| | {_cell(r['part'])}: {_cell(r['task'])}{at} | "
+                         f"{FOUND_WORDS[r['found']]}{tied} | {_estimate(r)} | {level} | "
+                         f"{units} | {detect} | |")
     return lines + [":::", ""]
 
 
-def page(rows: list[dict]) -> str:
+def _calibration_table(rows: list[dict]) -> list[str]:
+    lines = [":::{div} ledger", "| id | direction | tests | each test's level | finds the "
+             "paper's result where it is false | finds it on some task | on every task |",
+             "|---|---|---|---|---|---|---|"]
+    for row in rows:
+        c = row["calibration"]
+        if not c:
+            continue
+        tests = sum(1 for r in row["results"] if r["units"])
+        what = ("at a 1.5× effect" if row["direction"] in ("more", "less")
+                else "where the true ratio is 1")
+        level = registry.family_level_words(row["family"])
+        lines.append(f"| {row['id']} | {registry.DIRECTION_WORDS[row['direction']]} | {tests} | "
+                     f"{level} | {c['false_rate']:.1%} | {c['power']:.0%} {what} | "
+                     f"{c['power_every']:.0%} |")
+    return lines + [":::", ""]
+
+
+def _registry_table(profile: str) -> list[str]:
+    lines = [":::{div} ledger", "| id | part | quantity | layers, depths, variants | unit | "
+             "direction | primary test | tasks | family |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in registry.rows(get_profile(profile)):
+        lines.append("| " + " | ".join(_cell(r[k]) for k in (
+            "id", "part", "quantity", "where", "unit", "direction", "test", "tasks", "family"))
+            + " |")
+    return lines + [":::", ""]
+
+
+def page(rows: list[dict], profile: str) -> str:
     """The Claims page (MyST markdown)."""
+    claims = [r for r in rows if r["id"] not in registry.FINDINGS]
+    questions = [r for r in rows if r["id"] in registry.FINDINGS]
     lines = ["---", "html_theme.sidebar_secondary.remove: true", "---", "",  # a wide table
              "# Claims ledger", "",
-             "Every claim of the paper, its verdict on this build, the number that decided it "
-             "and where it is shown. The verdicts are computed by the chapters from their own "
-             "numbers with the rules stated in each chapter's summary box; nothing here is "
-             "typed by hand. The column *what the number is* says, row by row, what the "
-             "number measures. For a claim decided by comparisons, it is the geometric mean "
-             "of their ratios and the range spans their intervals (a summary over several "
-             "comparisons, not an interval of its own; a range of many powers of ten comes "
-             "from comparisons near the rounding floor, where ratios mean little); for a "
-             "claim decided by a check, the checked value. "
+             "Every claim of the paper, its verdict on this build, the primary tests that "
+             "decided it and where it is shown. The verdicts are computed from the run's "
+             "numbers by the rules below, from tests registered in the library before "
+             "anything ran (the registry is printed at the end of this page); nothing here "
+             "is typed by hand. Each claim's row is followed by one row per test: the task "
+             "and part of the claim it tests, what its interval found, the estimate with "
+             "its interval (for a check, the checked value; ≤ marks a value at the rounding "
+             "floor, which is at most that), the interval's level (the intervals of one "
+             "claim hold together at "
+             f"{LEVEL:.0%}), the independent units (one count per group for two groups) and "
+             f"the smallest effect the test could have detected with {POWER:.0%} power (for "
+             "a test of parity: the narrowest margin it could have shown). "
              f"The same rows are in `{JSON}` beside this page.", "",
-             "", f"Profile of this build: `{rows[0]['profile'] if rows else '–'}`.", "",
-             *_table([r for r in rows if r["id"] not in FINDING_IDS]),
+             f"Profile of this build: `{profile}`."
+             + (" Its models are small and trained on stand-in data, with few training "
+                "seeds: its verdicts demonstrate the method at small scale and are not a test "
+                "of the paper's experiment, which the `full` profile runs at the paper's "
+                "sizes." if profile != "full" else ""), "",
+             "## How a claim is decided", "", COMPARISON_RULE, "", CLAIM_RULE, "",
+             FINDING_RULE, "", "## The paper's claims", "", *_table(claims),
              "## Questions the paper left open", "",
              "The paper leaves some questions open or names them as future work (C10). The "
              "book answers them with its own experiments; their verdicts say what was found, "
-             "not whether a claim of the paper held.", "",
-             *_table([r for r in rows if r["id"] in FINDING_IDS]),
+             "not whether a claim of the paper held.", "", *_table(questions),
+             "## How often each rule is wrong", "",
+             "Each claim's rule was run on simulated repetitions of this build's own design "
+             f"({CALIBRATION_RUNS} each: the same tasks, units and observed spread of the "
+             "per-unit scores, decided by the same code): how often it finds the paper's "
+             "result (reproduced or partly reproduced) where that result is false, at the "
+             "boundary (no difference for a claimed difference, a ratio at the margin for a "
+             "claimed parity or absence of an advantage), and how often it finds it where it "
+             "holds. The first should be at most 5%. (A test that presupposes an advantage is "
+             "simulated without that condition, which can only raise the first rate.)", "", *_calibration_table(claims),
+             "## The registry", "",
+             "The primary test of every claim and question, as the library declares it "
+             "(`rankcollapse.registry`); $L$ is the depth of the model or stack, the family "
+             "the number of tests whose intervals hold together.", "",
+             *_registry_table(profile),
              "## Findings, claim by claim", ""]
     lines += [f"- **{r['id']}** ({r['verdict']}): {' '.join(r['finding'].split())}"
               for r in rows]
@@ -164,31 +254,41 @@ def page(rows: list[dict]) -> str:
 
 
 def findings(rows: list[dict], profile: str) -> str:
-    """The short findings summary the intro includes: claim ids per verdict, one line on
-    what was not reproduced, and what the book's own experiments found on the questions the
-    paper left open."""
-    claims = [r for r in rows if r["verdict"] in CLAIM_VERDICTS and r["id"] in CLAIMS]
-    open_rows = [r for r in rows if r not in claims and r["verdict"] != "not testable here"]
+    """The short findings summary the intro includes: claim ids per verdict, what was not
+    reproduced and what could not be decided (with the smallest effect each could have
+    detected), and what the book's own experiments found on the questions the paper left
+    open."""
+    claims = [r for r in rows if r["verdict"] in CLAIM_VERDICTS and r["id"] not in
+              registry.FINDINGS]
+    open_rows = [r for r in rows if r["id"] in registry.FINDINGS
+                 and r["verdict"] != "not testable here"]
     by = {v: [r["id"] for r in claims if r["verdict"] == v] for v in CLAIM_VERDICTS}
+    text = {r["id"]: r for r in rows}
     lines = [f"On this build (profile `{profile}`), of the paper's {len(claims)} claims (as its "
              "public summaries state them):", ""]
     lines += [f"- **{v}**: {', '.join(ids)}" for v, ids in by.items() if ids]
-    text = {r["id"]: r["claim"] for r in rows}
-    failed = [f"{verdict.capitalize()}: " + "; ".join(f"{i} ({text[i]})" for i in by[verdict])
-              + "." for verdict in ("not reproduced", "contradicted") if by[verdict]]
-    lines += ["", (" ".join(failed) if failed else "Every claim that could be tested here was "
-                   "reproduced, at least in part."),
-              "Each verdict, its number and its figure are in the {doc}`claims`."]
+    said = []
+    for verdict, why in (("contradicted", "the opposite shown"),
+                         ("not reproduced", "decided against the paper without the opposite")):
+        if by[verdict]:
+            said.append(f"{verdict.capitalize()} ({why}): "
+                        + "; ".join(f"{i} ({text[i]['claim']})" for i in by[verdict]) + ".")
+    if by["undecided"]:
+        said.append("Undecided (this run could not tell): " + "; ".join(
+            f"{i} (smallest ratio detectable {readable(text[i]['detectable_ratio'])})"
+            if text[i]["detectable_ratio"] else i for i in by["undecided"]) + ".")
+    lines += ["", " ".join(said) if said else "Every claim that could be tested here was "
+              "reproduced, at least in part.",
+              "Each verdict, its tests and its figure are in the {doc}`claims`."]
     if profile != "full":
         lines += ["", f"The `{profile}` profile trains small models on stand-in datasets with "
-                  "three seeds: its verdicts on trained models are a demonstration of the "
+                  "few seeds: its verdicts on trained models are a demonstration of the "
                   "method at small scale, not a test of the paper's experiment, which the "
                   "`full` profile runs at the paper's sizes."]
     if open_rows:
         lines += ["", "On the questions the paper left open, the book's own experiments found:",
                   ""]
-        lines += [f"- **{r['id']}**, {r['claim']}: **{r['verdict']}**"
-                  + (f" ({r['measure']})" if r.get("measure") else "") for r in open_rows]
+        lines += [f"- **{r['id']}**, {r['claim']}: **{r['verdict']}**" for r in open_rows]
     return "\n".join(lines) + "\n"
 
 
@@ -196,7 +296,7 @@ def write_ledger(root: Path, chapters: list[str], profile: str) -> list[dict]:
     """Write the Claims page, the findings summary and claims.json (in `book/`, for `build`
     to copy); returns the rows."""
     rows = ledger(collect(root, chapters), profile)
-    atomic_write_text(root / PAGE, page(rows))
+    atomic_write_text(root / PAGE, page(rows, profile))
     atomic_write_text(root / FINDINGS, findings(rows, profile))
     atomic_write_text(root / "book" / JSON, json.dumps(rows, indent=1))
     return rows

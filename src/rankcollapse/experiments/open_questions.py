@@ -34,9 +34,12 @@ from ..lipschitz import jacobian_norm, jacobian_norm_exact, layer_map
 from ..measures import Paths, path_products, relative_residual, sample_paths
 from ..models import Classifier, Switches, random_stack
 from ..normalizations import NORMALIZATIONS, marginal_errors
-from ..profiles import Task
-from ..stats import (MIN_UNITS, WORDS, Claim, compare, compare_groups, compare_table, describe,
-                     finding_verdict, significant)
+from ..profiles import Profile, Task
+from ..registry import (ACCURACY_MARGIN, ITERATIONS, Claim, run, run_sequence,
+                        size_scale_label)
+from ..stats import WORDS, compare_groups, compare_table, describe, family_level, significant, \
+    unit_values
+from ..verdicts import Result, iterations_verdict, results_sentence
 from ..plots import display
 from ..timing import interleaved_times
 from ..training import TrainResult, evaluate, train
@@ -47,8 +50,7 @@ from . import trained_models as tm
 # LayerNorm stays (see `models.Classifier`).
 SCRATCH = {"pure attention, LayerNorm": Switches(skip=False, ffn=False),
            "pure attention, no LayerNorm": Switches(skip=False, ffn=False, layernorm=False)}
-HALF_STEP = 0.5  # B4: one half-step (a row normalization of exp(logits)) is softmax
-ITERATIONS = (HALF_STEP, 1, 2, 3, 5, 10, 20, 50)
+HALF_STEP = min(ITERATIONS)  # B4: one half-step (a row normalization of exp(logits)) is softmax
 ACCURACY_INPUTS = 500  # test inputs for the accuracies of B1, B3 and B4
 MODES = ("one input", "inputs mixed", "inputs shuffled")  # B2
 # C10: power iteration to a relative change of 1e-3 or 30 steps, a lower bound of the norm
@@ -73,18 +75,19 @@ def train_scratch(task: Task, train_data: Dataset, test_data: Dataset, seeds, de
 
 def scratch_analysis(scratch: dict[str, dict[tuple[str, int], TrainResult]],
                      complete: dict[tuple[str, int], TrainResult], test: Dataset, n_eval: int,
-                     device: torch.device) -> tuple[pd.DataFrame, pd.DataFrame]:
+                     device: torch.device, task: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Accuracy (on the first `ACCURACY_INPUTS` test inputs) and the hidden-state residuals
-    (first `n_eval` inputs, float64) of the models trained pure (`training` 'from scratch')
-    and of the complete models with the same parts switched off at inference ('switched
-    off at inference'): two long tables with columns variant, training, normalization,
-    seed."""
+    (first `n_eval` inputs, float64) of `task`'s models trained pure (`training` 'from
+    scratch') and of its complete models with the same parts switched off at inference
+    ('switched off at inference'): two long tables with columns task, variant, training,
+    normalization, seed."""
     accuracy, residuals = [], []
     for variant, switches in SCRATCH.items():
         runs = {"from scratch": scratch[variant], "switched off at inference": complete}
         for training, results in runs.items():
             for (name, seed), result in results.items():  # both run with `switches`
-                labels = dict(variant=variant, training=training, normalization=name, seed=seed)
+                labels = dict(task=task, variant=variant, training=training,
+                              normalization=name, seed=seed)
                 with tm.switched(result.model, switches) as model:
                     accuracy.append({**labels, "accuracy": evaluate(
                         model, _first(test, ACCURACY_INPUTS), device)})
@@ -103,63 +106,81 @@ def _first(data: Dataset, n: int) -> Dataset:
 
 
 def scratch_comparisons(residuals: pd.DataFrame) -> pd.DataFrame:
-    """Sinkhorn / softmax of the residual per (variant, training, layer), over seeds."""
-    table = residuals.assign(task=residuals["variant"], variant=residuals["training"])
-    return tm.layer_comparisons(table).rename(columns={"task": "setting", "variant": "training"})
+    """Description: Sinkhorn / softmax of the residual per (task, variant, training, layer),
+    over seeds (intervals simultaneous over the layers of each panel)."""
+    table = residuals.assign(task=residuals["task"] + " | " + residuals["variant"],
+                             variant=residuals["training"])
+    out = tm.layer_comparisons(table)
+    key = out["task"].str.split(" | ", regex=False, expand=True)
+    return out.assign(task=key[0], setting=key[1]).rename(columns={"variant": "training"})
 
 
 def training_contrast(residuals: pd.DataFrame) -> pd.DataFrame:
-    """Per (variant, normalization, layer): the residual of the models trained pure against
-    that of the complete models switched off at inference, as two independent groups of
-    seeds (`stats.compare_groups`: ratio from scratch / at inference)."""
+    """Description per (task, variant, normalization, layer): the residual of the models
+    trained pure against that of the complete models switched off at inference, as two
+    independent groups of seeds (`stats.compare_groups`: ratio from scratch / at inference,
+    censored at the float64 floor, intervals simultaneous over each panel's layers)."""
     rows = []
-    keys = ["variant", "normalization", "layer"]
+    keys = ["task", "variant", "normalization", "layer"]
     values = (residuals[residuals["layer"] > 0].groupby(keys + ["seed", "training"])["residual"]
               .median().unstack("training").reset_index())
-    for (variant, name, layer), g in values.groupby(keys, sort=False):
-        c = compare_groups(g["switched off at inference"].dropna(),
-                           g["from scratch"].dropna(), floor=tm.FLOOR)
-        rows.append({"variant": variant, "normalization": name, "layer": layer,
-                     "ratio": c.ratio, "low": c.low, "high": c.high, "units": c.units,
-                     "verdict": c.verdict})
+    for (task, variant, name), panel in values.groupby(keys[:3], sort=False):
+        level = family_level(panel["layer"].nunique())
+        for layer, g in panel.groupby("layer"):
+            c = compare_groups(g["switched off at inference"].dropna(),
+                               g["from scratch"].dropna(), floor=tm.FLOOR, level=level)
+            rows.append({"task": task, "variant": variant, "normalization": name,
+                         "layer": layer, "ratio": c.ratio, "low": c.low, "high": c.high,
+                         "units": c.units, "verdict": c.found})
     return pd.DataFrame(rows)
 
 
-def scratch_claim(accuracy: pd.DataFrame, comparisons: pd.DataFrame, contrast: pd.DataFrame,
-                  chance: float) -> Claim:
-    """B1: whether pure attention trained from scratch learns (mean accuracy against
-    `chance`), which normalization keeps more rank in it (the verdict), and how training
-    pure changes the residual against switching parts off at inference."""
-    mean = accuracy.groupby(["variant", "training", "normalization"], sort=False)["accuracy"].mean()
+SCRATCH_PARTS = {"pure attention, LayerNorm": "trained pure, LayerNorm",
+                 "pure attention, no LayerNorm": "trained pure, no LayerNorm"}
+
+
+def scratch_claim(accuracy: pd.DataFrame, residuals: pd.DataFrame, contrast: pd.DataFrame,
+                  chance: dict[str, float], titles: dict[str, str], profile: Profile) -> Claim:
+    """B1: whether pure attention trained from scratch learns (mean accuracy against each
+    task's `chance`), which normalization keeps more rank in it (the registered test, which
+    decides the verdict), and how training pure changes the residual against switching
+    parts off at inference (description)."""
+    mean = accuracy.groupby(["task", "variant", "training", "normalization"],
+                            sort=False)["accuracy"].mean()
     scratch_acc = accuracy[accuracy["training"] == "from scratch"]
-    failed = scratch_acc[scratch_acc["accuracy"] < chance + 0.1]
-    learned = (f"Every model trained pure beats chance by more than 0.1. " if failed.empty else
-               "Models trained pure within 0.1 of chance (they did not learn): "
-               + "; ".join(f"{r.variant}, {display(r.normalization)}, seed {r.seed} "
-                           f"({r.accuracy:.3f})" for r in failed.itertuples()) + ". ")
-    parts = [learned]
-    scratch = comparisons[comparisons["training"] == "from scratch"]
-    for variant in SCRATCH:
-        acc = ", ".join(f"{display(name)} {mean[(variant, 'from scratch', name)]:.3f}"
-                        for name in NORMALIZATIONS)
-        switched = ", ".join(f"{display(name)} {mean[(variant, 'switched off at inference', name)]:.3f}"
-                             for name in NORMALIZATIONS)
-        rank = describe(scratch[scratch["setting"] == variant], "layer", "layer")
-        moved = " ".join(
-            f"{display(name)}: " + describe(g, "layer", "layer", more="trained pure keeps more",
-                                   less="trained pure keeps less")
-            for name, g in contrast[contrast["variant"] == variant].groupby("normalization",
-                                                                             sort=False))
-        parts.append(f"With {variant.removeprefix('pure attention, ')}"
-                     f": mean test accuracy trained pure {acc} (chance {chance:.3f}; the "
-                     f"complete models with these parts switched off at inference: "
-                     f"{switched}). Rank, Sinkhorn against softmax in the models trained pure: "
-                     f"{rank} Trained pure against switched off at inference, per "
-                     f"normalization: {moved}")
-    return Claim("B1", "pure self-attention trained from scratch",
-                 finding_verdict(scratch["verdict"].tolist()), " ".join(parts)).with_numbers(
-        scratch, figure="fig-scratch-residual",
-        measure="residual Sinkhorn / softmax in the models trained pure, geometric mean over layers")
+    failed = scratch_acc[scratch_acc["accuracy"] < scratch_acc["task"].map(chance) + 0.1]
+    parts = ["Every model trained pure beats chance by more than 0.1." if failed.empty else
+             "Models trained pure within 0.1 of chance (they did not learn): "
+             + "; ".join(f"{titles[r.task]}, {r.variant}, {display(r.normalization)}, seed "
+                         f"{r.seed} ({r.accuracy:.3f})" for r in failed.itertuples()) + "."]
+    trained_pure = residuals[residuals["training"] == "from scratch"]
+    tested = []
+    for variant, part in SCRATCH_PARTS.items():
+        results = run("B1", part, tm.per_unit(trained_pure[trained_pure["variant"] == variant]),
+                      profile, titles)
+        tested += results
+        for task in dict.fromkeys(residuals["task"]):
+            acc = ", ".join(f"{display(name)} {mean[(task, variant, 'from scratch', name)]:.3f}"
+                            for name in NORMALIZATIONS)
+            off = ", ".join(f"{display(name)} "
+                            f"{mean[(task, variant, 'switched off at inference', name)]:.3f}"
+                            for name in NORMALIZATIONS)
+            moved = " ".join(
+                f"{display(name)}: " + describe(g, "layer", "layer",
+                                                more="trained pure keeps more",
+                                                less="trained pure keeps less")
+                for name, g in contrast[(contrast["variant"] == variant)
+                                        & (contrast["task"] == task)].groupby(
+                                            "normalization", sort=False))
+            parts.append(f"{titles[task]}, with {variant.removeprefix('pure attention, ')}: "
+                         f"mean test accuracy trained pure {acc} (chance {chance[task]:.3f}; "
+                         f"the complete models with these parts switched off at inference: "
+                         f"{off}). Trained pure against switched off at inference, per "
+                         f"normalization (description): {moved}")
+        parts.append(f"Rank, Sinkhorn / softmax in the models trained pure with "
+                     f"{variant.removeprefix('pure attention, ')}, layers 1–L: "
+                     + results_sentence(results))
+    return Claim.of("B1", tested, " ".join(parts), figure="fig-scratch-residual")
 
 
 # ----------------------------------------------------------------------------- B2
@@ -217,52 +238,42 @@ def mechanism(models: dict[str, dict[tuple[str, int], Classifier]], tests: dict[
 
 
 def mechanism_comparisons(paths: pd.DataFrame) -> pd.DataFrame:
-    """Sinkhorn / softmax of the path residual per (task, mode, depth), over seeds."""
-    return compare_table(paths, unit="seed", by=["task", "mode", "depth"], floor=tm.FLOOR)
+    """Description: Sinkhorn / softmax of the path residual per (task, mode, depth), over
+    seeds (intervals simultaneous over the depths of each task and mode)."""
+    return compare_table(paths, unit="seed", by=["task", "mode", "depth"],
+                         within=["task", "mode"], floor=tm.FLOOR)
 
 
-def mechanism_contrast(paths: pd.DataFrame) -> pd.DataFrame:
-    """Per task and broken mode: is the Sinkhorn advantage (mean log ratio over the depths a
-    seed has above the floor in every mode) larger with one input than with the correlation
-    broken (`trained_models.contrast`: 'more' = larger with one input), and is Sinkhorn
-    ahead with one input at all?"""
-    table = paths.rename(columns={"mode": "variant", "depth": "layer"})
-    frames = [tm.contrast(table, lambda g: g["variant"] == "one input",
-                          lambda g, m=mode: g["variant"] == m, matched=True).assign(broken=mode)
-              for mode in MODES[1:]]
-    return pd.concat(frames, ignore_index=True)
+def mechanism_data(paths: pd.DataFrame) -> pd.DataFrame:
+    """`mechanism`'s table as the data of B2's (and C6d's) registered contrast: the modes
+    as variants, the depths as positions."""
+    return tm.per_unit(paths.rename(columns={"mode": "variant"}), position="depth")
 
 
-def mechanism_claim(contrast: pd.DataFrame, titles: dict[str, str]) -> Claim:
-    """B2: supported where Sinkhorn is ahead with one input and its advantage is larger
-    there than with the correlation broken; not supported where it is ahead and the
-    advantage stays (parity) or grows; undecided where there is no advantage to explain."""
-    found, parts = [], []
-    for r in contrast.itertuples():
-        if r.first_verdict != "more":
-            found.append("inconclusive")
-            what = (f"Sinkhorn not shown ahead with one input ({WORDS[r.first_verdict]}), so "
-                    "nothing to explain")
-        else:
-            found.append({"more": "supported", "parity": "not supported",
-                          "less": "not supported"}.get(r.verdict, "inconclusive"))
-            what = {"more": "the advantage shrinks", "parity": "the advantage stays",
-                    "less": "the advantage grows", "inconclusive": "inconclusive"}[r.verdict]
-            if r.verdict == "more" and r.second_ratio > 1:
-                what += ", but Sinkhorn stays ahead"
-        parts.append(f"{titles[r.task]}, {r.broken}: {what} (Sinkhorn / softmax "
-                     f"{significant(r.first_ratio)} with one input, "
-                     f"{significant(r.second_ratio)} with the {r.broken}; ratio of ratios "
-                     f"{significant(r.ratio)}, interval {significant(r.low)}–"
-                     f"{significant(r.high)}, {r.units} seeds, over the depths above the "
-                     f"floor in every mode).")
-    decided = set(found) - {"inconclusive"}
-    verdict = (decided.pop() if len(decided) == 1 else "mixed") if decided else "inconclusive"
-    return Claim("B2", "the mechanism: breaking the correlation across layers", verdict,
-                 " ".join(parts)).with_numbers(
-        contrast, figure="fig-mechanism",
-        measure="ratio of ratios: Sinkhorn / softmax with one input over the same with the "
-                "inputs mixed or shuffled")
+def mechanism_claims(paths: pd.DataFrame, titles: dict[str, str], profile: Profile
+                     ) -> tuple[Claim, Claim]:
+    """B2 (its own registered test) and the trained-model part of C6d (the same test at
+    C6d's family level): per image task, Sinkhorn's advantage in path products with one
+    input against that with each factor from an independent input; it counts only where
+    Sinkhorn is shown ahead with one input."""
+    data = mechanism_data(paths)
+    b2 = run("B2", "trained models", data, profile, titles)
+    c6d = run("C6d", "trained models, correlation broken", data, profile, titles)
+    ahead = {"more": "Sinkhorn ahead with one input", "less": "Sinkhorn behind with one input",
+             "parity": "parity with one input", "undecided": "undecided with one input",
+             "not more": "Sinkhorn not ahead by the margin with one input",
+             "not less": "Sinkhorn not behind by the margin with one input"}
+    words = {"more": "the advantage shrinks", "less": "the advantage grows",
+             "parity": "the advantage stays", "not more": "no shrinkage of the margin's size"}
+
+    def finding(results: list[Result]) -> str:
+        return (f"Path products of depths 2–L, the ratio Sinkhorn / softmax with one input "
+                "divided by that with the inputs mixed (above 1: the advantage shrinks when "
+                "the correlation is broken): " + results_sentence(results, "seeds", words)
+                + " " + " ".join(f"({r.task}: {ahead[r.requirement]}.)" for r in results))
+
+    return (Claim.of("B2", b2, finding(b2), figure="fig-mechanism"),
+            Claim.of("C6d", c6d, "Trained models: " + finding(c6d), figure="fig-mechanism"))
 
 
 # ----------------------------------------------------------------------------- B3 and B4
@@ -312,27 +323,33 @@ def swapped(models: dict[str, dict[tuple[str, int], TrainResult]], tests: dict[s
 
 
 def swap_comparisons(residuals: pd.DataFrame) -> pd.DataFrame:
-    """Per (task, weights, layer): residual with Sinkhorn / with softmax at inference, the
-    same weights, over seeds."""
-    table = residuals.assign(variant="trained with " + residuals["trained"])
-    return tm.layer_comparisons(table)
+    """Description: per (task, weights, layer), residual with Sinkhorn / with softmax at
+    inference, the same weights, over seeds."""
+    return tm.layer_comparisons(residuals.assign(variant="trained with " + residuals["trained"]))
 
 
-def swap_claim(comparisons: pd.DataFrame, accuracy: pd.DataFrame,
-               titles: dict[str, str]) -> Claim:
-    """B3: what Sinkhorn at inference does to the same weights' residual (the verdict), per
-    task and trained normalization, with the accuracies of the four combinations."""
+SWAP_PARTS = {"softmax": "weights trained with softmax", "sinkhorn": "weights trained with Sinkhorn"}
+
+
+def swap_claim(residuals: pd.DataFrame, accuracy: pd.DataFrame, titles: dict[str, str],
+               profile: Profile) -> Claim:
+    """B3: what Sinkhorn at inference does to the same weights' residual (the registered
+    test per task and trained normalization), with the accuracies of the four
+    combinations."""
+    data = tm.per_unit(residuals.assign(variant="trained with " + residuals["trained"]))
     mean = accuracy.groupby(["task", "trained", "normalization"], sort=False)["accuracy"].mean()
-    parts = []
-    for (task, variant), g in comparisons.groupby(["task", "variant"], sort=False):
-        trained = variant.removeprefix("trained with ")
-        acc = ", ".join(f"{display(name)} {mean[(task, trained, name)]:.3f}" for name in NORMALIZATIONS)
-        parts.append(f"{titles[task]}, weights {variant.replace('sinkhorn', 'Sinkhorn')}: accuracy at inference {acc}; "
-                     f"residual, Sinkhorn / softmax at inference: {describe(g, 'layer', 'layer')}")
-    return Claim("B3", "the normalization swapped at inference",
-                 finding_verdict(comparisons["verdict"].tolist()), " ".join(parts)).with_numbers(
-        comparisons, figure="fig-swapped",
-        measure="residual with Sinkhorn / with softmax at inference, the same weights")
+    tested, parts = [], []
+    for trained, part in SWAP_PARTS.items():
+        results = run("B3", part, data[data["variant"] == f"trained with {trained}"], profile,
+                      titles)
+        tested += results
+        acc = "; ".join(f"{titles[t]}: " + ", ".join(
+            f"{display(name)} {mean[(t, trained, name)]:.3f}" for name in NORMALIZATIONS)
+            for t in dict.fromkeys(accuracy["task"]))
+        parts.append(f"Weights trained with {display(trained)}: accuracy at inference {acc}. "
+                     "Residual with Sinkhorn / with softmax at inference, layers 1–L: "
+                     + results_sentence(results))
+    return Claim.of("B3", tested, " ".join(parts), figure="fig-swapped")
 
 
 def iteration_sweep(models: dict[str, dict[tuple[str, int], TrainResult]],
@@ -378,24 +395,21 @@ def iteration_sweep(models: dict[str, dict[tuple[str, int], TrainResult]],
     return pd.DataFrame(rows)
 
 
-def iteration_claim(sweep: pd.DataFrame, titles: dict[str, str],
-                    margin: float = tm.ACCURACY_MARGIN) -> Claim:
-    """B4: the fewest iterations from which on accuracy matches 50 iterations (over seeds,
-    within a factor 1 + `margin`) in every task; its speed-up in time per batch. All 50 are
-    needed only where the next fewer iterations lose accuracy beyond the margin somewhere;
-    where they are merely undecided, the answer is inconclusive."""
+def iteration_claim(sweep: pd.DataFrame, titles: dict[str, str], profile: Profile) -> Claim:
+    """B4: the registered fixed-sequence test (`registry.run_sequence`): the fewest
+    iterations whose accuracy matches that with the most in every task, tested from the
+    most down; with its speed-up in time per forward pass and the attention's departure
+    from doubly stochastic there."""
+    data = sweep.rename(columns={"seed": "unit", "iterations": "position",
+                                 "accuracy": "value"})
+    tested = run_sequence("B4", data, profile, titles)
     full = sweep["iterations"].max()
-    verdicts, parts, enough = {}, [], []
-    for task, g in sweep.groupby("task", sort=False):
-        g = g.pivot(index="seed", columns="iterations", values="accuracy")
-        for k in g.columns:
-            verdicts[(task, k)] = compare(g[full], g[k], margin=margin).verdict
-        counts = [k for k in g.columns
-                  if all(verdicts[(task, j)] in ("parity", "more") for j in g.columns if j >= k)]
-        enough.append(min(counts) if counts else full)
-    needed = max(enough)
+    needed = iterations_verdict({t: {full: "parity", **{r.at: r.found for r in tested
+                                                          if r.task == t}}
+                                 for t in dict.fromkeys(r.task for r in tested)})[1]
     per_task = sweep.groupby(["task", "iterations"])["ms"].median().unstack()
     speed = per_task[needed] / per_task[full]
+    parts = []
     for task, g in sweep.groupby("task", sort=False):
         at = g.groupby("iterations")[["accuracy", "row_error", "residual"]].mean()
         parts.append(f"{titles[task]}: accuracy {at.loc[full, 'accuracy']:.3f} with {full:g} "
@@ -403,22 +417,17 @@ def iteration_claim(sweep: pd.DataFrame, titles: dict[str, str],
                      f"{at.loc[min(at.index), 'accuracy']:.3f} with one half-step (softmax); "
                      f"departure from doubly stochastic {at.loc[needed, 'row_error']:.1e} "
                      f"with {needed:g}.")
-    seeds = sweep["seed"].nunique()
-    below = max(k for k in sweep["iterations"].unique() if k < full)
-    short = any(verdicts[(task, below)] == "less" for task in sweep["task"].unique())
-    if seeds < MIN_UNITS or (needed == full and not short):
-        verdict = "inconclusive"  # too few seeds, or fewer iterations merely undecided
-    else:
-        verdict = "fewer iterations suffice" if needed < full else "all iterations needed"
-    return Claim("B4", "how many Sinkhorn iterations inference needs", verdict,
-                 f"The fewest iterations with which the test accuracy matches that with "
-                 f"{full:g}, and keeps matching with more, in every task (over {seeds} seeds, "
-                 f"parity within a factor {1 + margin:g}): {needed:g}; a forward pass then "
-                 f"takes {speed.min():.2f}–{speed.max():.2f} of the time with {full:g} "
-                 f"(per task, median over seeds, this run's device). "
-                 + " ".join(parts)).with_numbers(
-        number=float(needed), figure="fig-iterations",
-        measure=f"fewest iterations matching the accuracy of {full:g}")
+    below = [r for r in tested if r.at == max(k for k in ITERATIONS if k < full)]
+    return Claim.of("B4", tested,
+                    f"The fewest iterations whose test accuracy matches that with {full:g} in "
+                    f"every task, tested from {full:g} down and stopping at the first count "
+                    f"without parity in some task (parity within a factor "
+                    f"{1 + ACCURACY_MARGIN:g}, over seeds): {needed:g}; a forward pass then "
+                    f"takes {speed.min():.2f}–{speed.max():.2f} of the time with {full:g} "
+                    f"(per task, median over seeds, this run's device). "
+                    + " ".join(parts) + f" With {below[0].at:g} iterations against {full:g}: "
+                    + results_sentence(below, "seeds", tm.ACCURACY_WORDS),
+                    figure="fig-iterations")
 
 
 # ----------------------------------------------------------------------------- C10
@@ -519,30 +528,26 @@ def sensitivity(models: dict[str, dict[tuple[str, int], Classifier]],
 
 
 def lipschitz_claim(random: pd.DataFrame, trained: pd.DataFrame, sensitive: pd.DataFrame,
-                    titles: dict[str, str]) -> Claim:
+                    titles: dict[str, str], profile: Profile) -> Claim:
     """C10: Sinkhorn against softmax, local Lipschitz constants of random layers (units:
-    weight draws, per n and logit scale) and of trained layers (units: training seeds), which
-    decide the verdict; and the sensitivity of trained models (units: training seeds),
-    reported beside it."""
-    more, less = "Sinkhorn larger", "Sinkhorn smaller"
-    rand = compare_table(random.assign(setting=random["n"].map("n = {}".format)), unit="draw",
-                         by=["setting", "logit_std"], value="lipschitz")
-    train_cmp = compare_table(trained, unit="seed", by=["task", "layer"], value="lipschitz")
+    weight draws, per n and logit scale) and of trained layers (units: training seeds), the
+    registered tests that decide the verdict; and the sensitivity of trained models (units:
+    training seeds), description beside it."""
+    words = {"more": "Sinkhorn larger", "less": "Sinkhorn smaller"}
+    wide = unit_values(random, "draw", ["n", "logit_std"], "lipschitz")
+    rand = run("C10", "random layers", wide.assign(task=[
+        size_scale_label(n, s) for n, s in zip(wide["n"], wide["logit_std"])]).rename(
+            columns={"draw": "unit"}), profile)
+    layers = run("C10", "trained layers", tm.per_unit(trained.assign(variant="full model"),
+                                                       "lipschitz"), profile, titles)
     sens = compare_table(sensitive, unit="seed", by=["task"], value="sensitivity")
-    words = {**WORDS, "more": more, "less": less}
-    parts = [f"Random layers, {s}: " + describe(g, "logit_std", "logit scale", more, less)
-             for s, g in rand.groupby("setting", sort=False)]
-    parts += [f"Trained layers, {titles[t]}: " + describe(g, "layer", "layer", more, less)
-              for t, g in train_cmp.groupby("task", sort=False)]
+    parts = ["Random layers: " + results_sentence(rand, "draws", words),
+             "Trained layers (first, middle and last): " + results_sentence(layers, "seeds",
+                                                                            words),
+             "(The sensitivities below are averages over random directions, not Lipschitz "
+             "constants, and do not enter the verdict.)"]
     parts += [f"Sensitivity of the trained models to their input, {titles[r.task]}: "
-              f"{words[r.verdict]} (ratio {significant(r.ratio)}, interval {significant(r.low)}–{significant(r.high)}, "
+              f"{words.get(r.verdict, WORDS[r.verdict])} (ratio {significant(r.ratio)}, "
+              f"{100 * r.level:.3g}% interval {significant(r.low)}–{significant(r.high)}, "
               f"{r.units} seeds)." for r in sens.itertuples()]
-    every = pd.concat([rand, train_cmp], ignore_index=True)  # the constants decide
-    verdict = finding_verdict(every["verdict"].tolist())
-    parts.insert(len(parts) - len(sens), "(The sensitivities below are averages over random "
-                 "directions, not Lipschitz constants, and do not enter the verdict.)")
-    return Claim("C10", "Lipschitz properties of Sinkhorn against softmax attention",
-                 verdict, " ".join(parts)).with_numbers(
-        every, figure="fig-lipschitz",
-        measure="local Lipschitz constant Sinkhorn / softmax (smaller: a smoother layer), "
-                "geometric mean")
+    return Claim.of("C10", rand + layers, " ".join(parts), figure="fig-lipschitz")

@@ -24,25 +24,33 @@ import torch
 from ..measures import path_products, relative_residual, rounding_floor, sample_paths
 from ..models import Switches, random_stack
 from ..normalizations import NORMALIZATIONS, normalize
-from ..stats import (WORDS, VERDICTS, Claim, claim_verdict, compare_groups, compare_table, describe,
-                     merge_verdicts, ranges, unit_values)
+from ..profiles import Profile
+from ..registry import NETWORK_SCALES, Claim, run, scale_label
+from ..stats import (FOUND, WORDS, censored_logs, compare_groups, compare_table, describe,
+                     family_level, ranges, unit_values)
+from ..verdicts import results_sentence
 from .rank_collapse import random_tokens, sweep
 
 # A pool maker: generator -> {normalization: attention (layers, batch, heads, n, n)}.
 PoolMaker = Callable[[torch.Generator], dict[str, torch.Tensor]]
 
 
-def random_logits(n_layers: int, batch: int, n_heads: int, n: int, scale: float,
+def random_logits(n_layers: int, batch: int, n_heads: int, n: int, scale,
                   rho: float, generator: torch.Generator) -> torch.Tensor:
-    """Gaussian logits `(layers, batch, heads, n, n)` with entries N(0, scale^2) at every
-    layer and correlation `rho` between consecutive layers (rho = 0: independent)."""
+    """Gaussian logits `(layers, batch, heads, n, n)` with entries N(0, scale^2) and
+    correlation `rho` between consecutive layers (rho = 0: independent); `scale` is one
+    number or one per layer (a trained model's measured logit scales, say)."""
     if not 0.0 <= rho < 1.0:
         raise ValueError(f"rho must be in [0, 1); got {rho}")
+    scales = torch.tensor(np.asarray(scale, dtype=float)).reshape(-1)
+    if len(scales) not in (1, n_layers) or not (scales > 0).all():
+        raise ValueError(f"scale must be one positive number or one per layer ({n_layers}); "
+                         f"got {scales.tolist()}")
     g = torch.randn(n_layers, batch, n_heads, n, n, generator=generator, dtype=torch.float64)
     layers = [g[0]]
     for noise in g[1:]:
         layers.append(rho * layers[-1] + math.sqrt(1 - rho**2) * noise)
-    return torch.stack(layers) * scale
+    return torch.stack(layers) * scales.reshape(-1, 1, 1, 1, 1)
 
 
 def with_identity_layers(attn: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -93,7 +101,7 @@ def pooled_paths(settings: dict[str, PoolMaker], n_pools: int, depths, n_paths: 
     return pd.concat(frames, ignore_index=True)
 
 
-def random_pool(n_layers: int, batch: int, n_heads: int, n: int, scale: float,
+def random_pool(n_layers: int, batch: int, n_heads: int, n: int, scale,
                 rho: float = 0.0, identity: bool = False, n_iter: int = 50) -> PoolMaker:
     """Pools of random logits normalized both ways (the same logits for both); with
     `identity`, the same random half of the layers is replaced by the identity after
@@ -113,52 +121,56 @@ def network_pool(d_model: int, n_heads: int, n_layers: int, batch: int, n: int, 
                  logit_std: float, n_iter: int = 50, device: torch.device | str = "cpu"
                  ) -> PoolMaker:
     """Pools of attention recorded in a random-weight network (no FFN; with skips also
-    pre-LayerNorm, as in a real block) on random inputs: one network and its inputs per pool,
-    the same weights and inputs for both normalizations."""
+    pre-LayerNorm, as in a real block) on random inputs, computed in float64: one network
+    and its inputs per pool, the same weights and inputs for both normalizations."""
     switches = Switches(skip=skip, ffn=False, layernorm=skip)
 
     @torch.no_grad()
     def make(generator: torch.Generator) -> dict[str, torch.Tensor]:
-        x = random_tokens(batch, n, d_model, generator, device)
+        x = random_tokens(batch, n, d_model, generator, device).double()
         weights_seed = int(torch.randint(2**31, (1,), generator=generator))
         return {name: random_stack(d_model, n_heads, n_layers, name, logit_std, switches,
-                                   weights_seed, n_iter, device)(x, record=True)
-                .attention.double().cpu() for name in NORMALIZATIONS}
+                                   weights_seed, n_iter, device).double()(x, record=True)
+                .attention.cpu() for name in NORMALIZATIONS}
     return make
 
 
 def advantage(table: pd.DataFrame, floor: float = rounding_floor(torch.float64)
               ) -> pd.DataFrame:
-    """Per setting and depth, the comparison Sinkhorn / softmax over independent pools
-    (`stats.compare_table`: each pool's median over its paths, bootstrap over pools). Pools
-    whose median residual is at the rounding `floor` of the attention's dtype (the product is
-    rank one to machine precision) are left out."""
-    return compare_table(table, unit="pool", by=["setting", "depth"], floor=floor)
+    """Description per setting and depth: the comparison Sinkhorn / softmax over independent
+    pools (`stats.compare_table`: each pool's median over its paths, t interval over pools,
+    simultaneous over the depths of each setting). A pool whose median residual is at the
+    rounding `floor` of the attention's dtype (the product is rank one to machine precision)
+    is censored there."""
+    return compare_table(table, unit="pool", by=["setting", "depth"], within=["setting"],
+                         floor=floor)
 
 
 def beyond_control(networks: pd.DataFrame, controls: pd.DataFrame, pairs: dict[str, str],
-                   floor: float = rounding_floor(torch.float32), min_depth: int = 2
+                   floor: float = rounding_floor(torch.float64), min_depth: int = 2
                    ) -> pd.DataFrame:
     """Per network setting and depth >= `min_depth`: is the Sinkhorn / softmax ratio of the
     networks' path products larger than that of independent random matrices at the same
     logit scale (`pairs`: network setting -> control setting)? Networks and control pools are
-    independent groups (`stats.compare_groups` of the pools' ratios: 'more' = the networks'
-    ratio is the larger); pools with a median at the rounding `floor` are left out."""
-    values = pd.concat([networks, controls], ignore_index=True)
-    wide = unit_values(values, "pool", ["setting", "depth"])
-    wide = wide[(wide["softmax"] > floor) & (wide["sinkhorn"] > floor)]
-    ratios = wide.assign(ratio=wide["sinkhorn"] / wide["softmax"])
+    independent groups (`stats.compare_groups` of the pools' log ratios, censored at the
+    rounding `floor`: 'more' = the networks' ratio is the larger), the intervals
+    simultaneous over every (setting, depth) of the table (description; C6d's registered
+    test is `registered_chains`)."""
+    wide = unit_values(pd.concat([networks, controls], ignore_index=True), "pool",
+                       ["setting", "depth"])
+    logs, _, _ = censored_logs(wide["softmax"], wide["sinkhorn"], floor)
+    ratios = wide.assign(ratio=np.exp(logs))
+    depths = [d for d in sorted(set(networks["depth"])) if d >= min_depth]
+    level = family_level(len(pairs) * len(depths))
     rows = []
     for network, control in pairs.items():
-        for depth in sorted(set(networks["depth"])):
-            if depth < min_depth:
-                continue
+        for depth in depths:
             at = ratios[ratios["depth"] == depth]
             c = compare_groups(at.loc[at["setting"] == control, "ratio"],
-                               at.loc[at["setting"] == network, "ratio"])
+                               at.loc[at["setting"] == network, "ratio"], level=level)
             rows.append({"setting": network, "control": control, "depth": depth,
-                         "ratio": c.ratio, "low": c.low, "high": c.high, "units": c.units,
-                         "excluded": c.excluded, "verdict": c.verdict})
+                         "ratio": c.ratio, "low": c.low, "high": c.high, "level": c.level,
+                         "units": c.units, "verdict": c.found})
     return pd.DataFrame(rows)
 
 
@@ -178,20 +190,65 @@ def control_sweep(n_layers: int, batch: int, n_heads: int, sizes, scales, depths
     return pd.concat(frames, ignore_index=True)
 
 
-def hidden_state_test(d_model: int, n_heads: int, n_layers: int, n_samples: int, n: int,
-                      scales, networks: int, seed: int, n_iter: int = 50,
-                      device: torch.device | str = "cpu") -> pd.DataFrame:
+def hidden_state_stacks(d_model: int, n_heads: int, n_layers: int, n_samples: int, n: int,
+                        scales, networks: int, seed: int, n_iter: int = 50,
+                        device: torch.device | str = "cpu", layernorm: bool = True
+                        ) -> pd.DataFrame:
     """The direct test of the hypothesis in random networks: the relative residual of the
     hidden states (chapter 1's measure, float64) of random-weight networks with skip
-    connections and pre-LayerNorm (no FFN), softmax against Sinkhorn on the same weights and
-    inputs, per logit scale and layer, over `networks` independent weight draws (the unit;
-    each draw is summarised by its median over the `n_samples` inputs)."""
-    configs = [dict(normalization=name, logit_std=s, skip=True, layernorm=True)
+    connections, with or without pre-LayerNorm (no FFN), softmax and Sinkhorn on the same
+    weights and inputs, per logit scale and layer, for `networks` independent weight draws
+    (column draw, the unit) on the same `n_samples` inputs (`rank_collapse.sweep`)."""
+    configs = [dict(normalization=name, logit_std=s, skip=True, layernorm=layernorm)
                for name in NORMALIZATIONS for s in scales]
-    stacks = sweep(configs, n_samples, n, d_model, n_heads, n_layers, n_iter, seed, device,
-                   dtype=torch.float64, weight_draws=networks)
+    return sweep(configs, n_samples, n, d_model, n_heads, n_layers, n_iter, seed, device,
+                 dtype=torch.float64, weight_draws=networks)
+
+
+def hidden_state_comparisons(stacks: pd.DataFrame) -> pd.DataFrame:
+    """Sinkhorn / softmax per logit scale and layer of `hidden_state_stacks`, over weight
+    draws (each summarised by its median over the inputs), intervals simultaneous over the
+    table (description)."""
     return compare_table(stacks[stacks["layer"] > 0], unit="draw", by=["logit_std", "layer"],
                          floor=rounding_floor(torch.float64))
+
+
+def registered_hidden(stacks: pd.DataFrame) -> pd.DataFrame:
+    """`hidden_state_stacks` as the data of C6d's hidden-state tests (`registry.run`)."""
+    wide = unit_values(stacks[stacks["layer"] > 0], "draw", ["logit_std", "layer"])
+    return wide.assign(task=wide["logit_std"].map(scale_label)).rename(
+        columns={"draw": "unit", "layer": "position"})
+
+
+def registered_paths(table: pd.DataFrame, setting: str, task: str) -> pd.DataFrame:
+    """One setting of a `pooled_paths` table as registered data: per pool and depth the two
+    normalizations' medians over paths, under the task name `task`."""
+    wide = unit_values(table[table["setting"] == setting], "pool", ["depth"])
+    return wide.rename(columns={"pool": "unit", "depth": "position"}).assign(task=task)
+
+
+def network_label(skip: bool, scale: float) -> str:
+    """The setting name of a random network of chapter 4 (test (b))."""
+    return f"{'skip + LN' if skip else 'pure'}, logit scale {scale:g}"
+
+
+def control_label(scale: float) -> str:
+    """The setting name of independent random matrices at a logit scale."""
+    return f"independent, logit scale {scale:g}"
+
+
+def registered_chains(networks: pd.DataFrame, controls: pd.DataFrame, scales
+                      ) -> pd.DataFrame:
+    """C6d's path-product data: per logit scale, the networks with skips and LayerNorm
+    (group 'other') against independent random matrices at that scale (group
+    'reference'), each pool's per-depth medians of both normalizations."""
+    frames = []
+    for s in scales:
+        frames += [registered_paths(controls, control_label(s), scale_label(s))
+                   .assign(group="reference"),
+                   registered_paths(networks, network_label(True, s), scale_label(s))
+                   .assign(group="other")]
+    return pd.concat(frames, ignore_index=True)
 
 
 def verdicts(adv: pd.DataFrame) -> dict[str, str]:
@@ -200,58 +257,56 @@ def verdicts(adv: pd.DataFrame) -> dict[str, str]:
 
 
 def sweep_sentence(sweep: pd.DataFrame) -> str:
-    """How many (n, logit scale, depth) cells of `control_sweep` give each verdict."""
+    """How many (n, logit scale, depth) cells of `control_sweep` give each result."""
     counts = sweep["verdict"].value_counts()
-    parts = [f"{WORDS[v]} in {counts[v]}" for v in VERDICTS if v in counts]
+    parts = [f"{WORDS[v]} in {counts[v]}" for v in FOUND if v in counts]
     return (f"Over n = {ranges(sweep['n'].unique())}, logit scales "
-            f"{ranges(sweep['logit_std'].unique())} and depths {ranges(sweep['depth'].unique())}: "
+            f"{ranges(sweep['logit_std'].unique())} and depths {ranges(sweep['depth'].unique())}"
+            " (description, intervals simultaneous over the cells): "
             + ", ".join(parts) + f" of {len(sweep)} cells.")
 
 
-def claims(adv: pd.DataFrame, independent: str, identity: str, beyond: pd.DataFrame,
-           sweep: pd.DataFrame, hidden: pd.DataFrame, n: int) -> list[Claim]:
-    """C6a (no Sinkhorn advantage for independent random matrices - parity or less agree
-    with it: the paper's setting at every depth and the `control_sweep` over n and logit
-    scale), C6b (the same with half identities) and C6d
-    (the hypothesis in random networks with skip connections: attention computed from the
-    previous layer's output gives Sinkhorn a larger advantage in path products of depth 2
-    and more than independent random matrices do - `beyond_control`; depth 1 is one
-    matrix, not a chain - and Sinkhorn keeps more rank in the hidden states themselves,
-    `hidden_state_test`), from `advantage`; `n` is the control's token count."""
-    found = {s: g["verdict"].tolist() for s, g in adv.groupby("setting", sort=False)}
-    sentences = verdicts(adv)
-    def no_lead(setting: str) -> str:
-        return ("" if "more" in found[setting] else " No depth shows Sinkhorn ahead. Where Sinkhorn "
-                "keeps less, this is not the paper's parity either: its random products decay "
-                "faster than softmax's.")
-    control = pd.concat([adv[adv["setting"] == independent], sweep])
-    hidden_found = {f"logit scale {s:g}": describe(g, "layer", "layer")
-                    for s, g in hidden.groupby("logit_std")}
-    chain_verdict = claim_verdict("more", beyond["verdict"].tolist())
-    chain_found = {s: describe(g, "depth", more="the networks' ratio is larger",
-                               less="the networks' ratio is smaller")
-                   for s, g in beyond.groupby("setting", sort=False)}
-    hidden_verdict = claim_verdict("more", hidden["verdict"].tolist())
+HIDDEN_PARTS = {True: "random networks with skips and LayerNorm, hidden states",
+                False: "random networks with skips, no LayerNorm, hidden states"}
+CHAIN_PART = "random networks with skips and LayerNorm, path products"
 
+
+def claims(control: pd.DataFrame, networks: pd.DataFrame, controls: pd.DataFrame,
+           hidden: dict[bool, pd.DataFrame], sweep: pd.DataFrame, profile: Profile
+           ) -> list[Claim]:
+    """C6a and C6b (the registered tests on the control's pools: `control`, settings
+    'independent' and 'independent, half identity'), and this chapter's parts of C6d: path
+    products of random networks with skips and LayerNorm against independent matrices at
+    the same logit scale (`networks`, `controls`: `pooled_paths` tables, settings
+    `network_label` and `control_label`), and the hidden states of random networks with
+    skips with and without LayerNorm (`hidden`: LayerNorm -> `hidden_state_stacks`). The
+    sweep over n and logit scale is description."""
+    paper = "the paper's setting"
+    c6a = run("C6a", "random matrices", registered_paths(control, "independent", paper),
+              profile)
+    c6b = run("C6b", "random matrices, half identity",
+              registered_paths(control, "independent, half identity", paper), profile)
+    chains = run("C6d", CHAIN_PART, registered_chains(networks, controls, NETWORK_SCALES),
+                 profile)
+    states = {ln: run("C6d", HIDDEN_PARTS[ln], registered_hidden(stacks), profile)
+              for ln, stacks in hidden.items()}
+    where = f"(n = {profile.n_tokens}, logit scale 1, depths 2–{profile.depth})"
+    less = (" Where Sinkhorn keeps less, this is not the paper's parity either: its random "
+            "products decay faster than softmax's.")
     return [
-        Claim("C6a", "products of independent random matrices show no Sinkhorn advantage",
-              claim_verdict("no more", control["verdict"].tolist()),
-              f"The paper's setting (n = {n}, logit scale 1): {sentences[independent]}"
-              + no_lead(independent) + " " + sweep_sentence(sweep)).with_numbers(
-            control, figure="fig-control-ratio"),
-        Claim("C6b", "the same with half of the factors replaced by the identity",
-              claim_verdict("no more", found[identity]), sentences[identity] + no_lead(identity)
-              ).with_numbers(adv[adv["setting"] == identity], figure="fig-control-ratio"),
-        Claim("C6d", "the hypothesis: input dependence along a path produces the advantage "
-              "(random networks with skip connections)",
-              merge_verdicts([chain_verdict, hidden_verdict]),
-              f"Path products, the networks' ratio Sinkhorn / softmax against that of "
-              f"independent random matrices at the same logit scale ({chain_verdict}): "
-              + " ".join(f"{s}: {v}" for s, v in chain_found.items())
-              + " Depth 1 does not count: it is a single matrix, not a chain. Hidden states of "
-              f"the same kind of networks, Sinkhorn against softmax ({hidden_verdict}): "
-              + " ".join(f"{s}: {v}" for s, v in hidden_found.items())).with_numbers(
-            pd.concat([beyond, hidden]), figure="fig-network-chains", measure=(
-                "path products: the networks' ratio over the control's; hidden states: "
-                "Sinkhorn / softmax; geometric mean")),
+        Claim.of("C6a", c6a, f"The paper's setting {where}: " + results_sentence(c6a, "pools")
+                 + less + " " + sweep_sentence(sweep), figure="fig-control-ratio"),
+        Claim.of("C6b", c6b, f"Half of the layers the identity {where}: "
+                 + results_sentence(c6b, "pools") + less, figure="fig-control-ratio"),
+        Claim.of("C6d", chains + states[True] + states[False],
+                 "Random networks with skip connections. Path products (depths "
+                 f"2–{profile.depth}; with LayerNorm), the networks' ratio Sinkhorn / softmax "
+                 "over that of independent random matrices at the same logit scale: "
+                 + results_sentence(chains, "networks + pools")
+                 + " Hidden states, Sinkhorn / softmax, with LayerNorm: "
+                 + results_sentence(states[True], "weight draws")
+                 + " Without LayerNorm: " + results_sentence(states[False], "weight draws")
+                 + " (The trained-model part of this claim, with the correlation along the "
+                 "path broken, is tested in chapter 6.)",
+                 figure="fig-network-chains, fig-hidden-test"),
     ]

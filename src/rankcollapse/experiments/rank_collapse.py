@@ -15,7 +15,9 @@ import torch
 from .. import precise
 from ..measures import affine_rank, layer_table, relative_residual, rounding_floor, row_entropy
 from ..models import Encoder, Switches, random_stack
-from ..stats import Claim, check_verdict, growth_factor
+from ..registry import COLLAPSED, Claim
+from ..stats import growth_factor
+from ..verdicts import check_result
 from ..theory import random_head
 
 
@@ -208,25 +210,25 @@ def layernorm_sentence(counts: dict[str, int]) -> str:
 
 
 def claims(pure_final: pd.Series, skip_final: float, growth: pd.Series,
-           collapsed: float = 1e-8, points: int | None = None,
-           digits: int | None = None,
+           points: int | None = None, digits: int | None = None,
            floor: float = rounding_floor(torch.float64)) -> list[Claim]:
-    """C1 on this run: pure attention drives the residual below `collapsed` at every logit
-    scale (NaN: a last layer mostly at the rounding floor, which counts as collapsed and as
-    the `floor` in the claim's number: the largest last-layer residual), with
-    the factor by which each layer multiplies the lost digits, and where a skip connection
-    leaves it."""
-    holds = bool(((pure_final < collapsed) | pure_final.isna()).all())
-    worst = ("at the rounding floor" if pure_final.isna().all()
-             else f"at most {pure_final.max():.1e}")
-    return [Claim(
-        "C1", "repeated attention mixing drives all tokens to one vector (rank collapse)",
-        check_verdict(holds),
+    """C1 on this run (`registry`): pure attention drives the last layer's residual below
+    `registry.COLLAPSED` at every logit scale. A last layer mostly at the rounding floor (NaN
+    in `pure_final`) counts as collapsed and is censored: at most the `floor`. The number is
+    the largest last-layer residual over the logit scales (censored only if all are at the
+    floor); the finding adds the factor by which each layer multiplies the lost digits and
+    where a skip connection leaves the residual."""
+    holds = bool(((pure_final < COLLAPSED) | pure_final.isna()).all())
+    measured = pure_final.dropna()
+    number, bound = (float(measured.max()), "") if len(measured) else (floor, "≤")
+    worst = (f"at the rounding floor (at most {floor:.1e})" if bound
+             else f"at most {number:.1e}")
+    result = check_result("random pure attention", "every logit scale", number, holds, bound)
+    return [Claim.of(
+        "C1", [result],
         f"Pure attention with random weights ends, at every logit scale, with a residual "
-        f"{worst} at the last layer (check: below {collapsed:g}); each layer multiplies the "
+        f"{worst} at the last layer (check: below {COLLAPSED:g}); each layer multiplies the "
         f"number of lost digits by {growth.min():.1f}–{growth.max():.1f}"
         + (f" (fit over at least {points} layers, {digits} significant digits)"
            if points and digits else "") + ". With a skip "
-        f"connection the residual ends at {skip_final:.2f}.").with_numbers(
-        number=float(pure_final.fillna(floor).max()), figure="fig-pure-collapse",
-        measure="largest last-layer residual of pure attention, over logit scales")]
+        f"connection the residual ends at {skip_final:.2f}.", figure="fig-pure-collapse")]

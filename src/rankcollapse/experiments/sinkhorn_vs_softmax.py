@@ -11,7 +11,10 @@ import torch
 from ..masks import log_normalize
 from ..measures import row_entropy
 from ..normalizations import marginal_errors, sinkhorn, softmax
-from ..stats import Claim, check_verdict, claim_verdict, compare_table, describe
+from ..profiles import Profile
+from ..registry import ENTROPY_MARGIN, PAPER_N, PAPER_SCALE, Claim, run, scale_label
+from ..stats import compare_table, describe, unit_values
+from ..verdicts import TOLERANCE, check_result, results_sentence
 
 
 def convergence(logits: torch.Tensor, max_half_steps: int) -> pd.DataFrame:
@@ -90,12 +93,10 @@ def reach_gaps(reach: pd.DataFrame) -> dict[str, int]:
             "never": int(reach.isna().to_numpy().sum())}
 
 
-ENTROPY_MARGIN = 0.01  # entropies in nats of rows that are all near log n: 1% is a real change
-
-
 def entropy_comparison(entropies: pd.DataFrame) -> pd.DataFrame:
     """Row entropy, Sinkhorn / softmax, per logit scale over the independent draws of
-    `entropy_table` (`stats.compare_table`, unit "draw", parity margin `ENTROPY_MARGIN`)."""
+    `entropy_table` (`stats.compare_table`, unit "draw", parity margin
+    `registry.ENTROPY_MARGIN`; intervals simultaneous over the scales)."""
     return compare_table(entropies, unit="draw", by=["scale"], value="entropy",
                          margin=ENTROPY_MARGIN)
 
@@ -111,32 +112,34 @@ def entropy_sentence(entropy: pd.DataFrame, x: str = "scale", noun: str = "logit
                     less="Sinkhorn rows spread less") + (f" {ENTROPY_PARITY}" if margin_note else "")
 
 
-def claims(after: pd.DataFrame, entropy: pd.DataFrame, paper_n: int = 128,
-           paper_scale: float = 2.0, tolerance: float = 1e-6) -> list[Claim]:
-    """C2a on random logits (at n = `paper_n` and every logit scale up to `paper_scale`,
-    at least 99% of the random matrices have a row error below `tolerance` after 50
-    iterations: the same check as on trained logits) and C9 on random logits (Sinkhorn rows
-    have higher entropy: `entropy_comparison`, one verdict per scale)."""
-    share = (f"n = {paper_n}", "99%")
-    q99 = float(after.loc[after.index <= paper_scale, share].max())
-    worst = float(after.loc[after.index <= paper_scale, (f"n = {paper_n}", "largest")].max())
-    column = (f"n = {paper_n}", "largest")
-    median = after[(f"n = {paper_n}", "median")]
+def registered_entropy(entropies: pd.DataFrame) -> pd.DataFrame:
+    """`entropy_table` as the data of C9's random-logit test (`registry.run`): one row per
+    (logit scale, draw) with the two normalizations' entropies."""
+    wide = unit_values(entropies, "draw", ["scale"], "entropy")
+    return wide.assign(task=wide["scale"].map(scale_label)).rename(columns={"draw": "unit"})
+
+
+def claims(after: pd.DataFrame, entropies: pd.DataFrame, profile: Profile) -> list[Claim]:
+    """C2a on random logits (the 99% quantile over random matrices of the row error after 50
+    iterations, at n = `registry.PAPER_N` and every logit scale up to `registry.PAPER_SCALE`,
+    below `verdicts.TOLERANCE`: the same check as on trained logits) and C9 on random logits
+    (the registered test on `entropy_table`)."""
+    share = (f"n = {PAPER_N}", "99%")
+    q99 = float(after.loc[after.index <= PAPER_SCALE, share].max())
+    worst = float(after.loc[after.index <= PAPER_SCALE, (f"n = {PAPER_N}", "largest")].max())
+    column = (f"n = {PAPER_N}", "largest")
+    median = after[(f"n = {PAPER_N}", "median")]
+    entropy = run("C9", "random logits", registered_entropy(entropies), profile)
     return [
-        Claim("C2a", "50 Sinkhorn iterations make attention effectively doubly stochastic "
-              "(random logits)", check_verdict(q99 < tolerance),
-              f"Row error after 50 iterations at n = {paper_n} (each random matrix counted "
-              f"with its worst row), logit scales up to {paper_scale:g}: 99% quantile over "
-              f"the random draws {q99:.1e}, largest {worst:.1e} (check: at least 99% of the "
-              f"matrices below {tolerance:g}, thresholds of the book's choosing: the paper "
-              "states none). "
-              f"It grows with the logit scale: at σ = {after.index[-1]:g} the median is "
-              f"{median.iloc[-1]:.1e} and the largest {after[column].iloc[-1]:.1e}."
-              ).with_numbers(number=q99, figure="fig-convergence", measure=(
-                  f"99% quantile of the row error over random draws, n = {paper_n}, "
-                  f"σ ≤ {paper_scale:g}")),
-        Claim("C9", "doubly stochastic attention spreads attention more evenly (random logits)",
-              claim_verdict("more", entropy["verdict"].tolist()),
-              "Row entropy, Sinkhorn against softmax over independent random matrices: "
-              + entropy_sentence(entropy)).with_numbers(entropy, figure="fig-entropy"),
+        Claim.of("C2a", [check_result("random logits", "random logits", q99, q99 < TOLERANCE)],
+                 f"Row error after 50 iterations at n = {PAPER_N} (each random matrix counted "
+                 f"with its worst row), logit scales up to {PAPER_SCALE:g}: 99% quantile over "
+                 f"the random draws {q99:.1e}, largest {worst:.1e} (check: the 99% quantile "
+                 f"below {TOLERANCE:g}, thresholds of the book's choosing: the paper states "
+                 f"none). It grows with the logit scale: at σ = {after.index[-1]:g} the "
+                 f"median is {median.iloc[-1]:.1e} and the largest "
+                 f"{after[column].iloc[-1]:.1e}.", figure="fig-convergence"),
+        Claim.of("C9", entropy, "Row entropy, Sinkhorn against softmax over independent "
+                 "random matrices, per logit scale: " + results_sentence(entropy, "matrices")
+                 + f" {ENTROPY_PARITY}", figure="fig-entropy"),
     ]

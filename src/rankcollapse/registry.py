@@ -1,0 +1,591 @@
+"""The claims registry: every claim of the paper and every open question, with the primary
+test that decides it, declared before anything runs.
+
+One `Registered` entry per claim id (`CLAIMS`, in the book's order). Each has one or more
+`Part`s (what it is measured on: random logits, trained models, ...), and each part states
+the quantity, the layers or depths it averages (`Span`), the inference variants, the
+independent unit, the direction the paper reports, the margin, the kind of test and the
+tasks it is tested on. Chapters compute the registered quantities and hand them to `run`,
+which applies exactly the registered selection and test and nothing else; `decide` turns
+the results into the verdict with the rule the registry names. The same table prints the
+pre-registration on the claims ledger (`rows`), so the printed rule and the code cannot
+drift apart. Layer-by-layer comparisons in the chapters are description, not tests.
+
+Kinds of test (each over independent units, one per task):
+- `paired`: per unit, the mean over the span (and variants) of log(Sinkhorn / softmax),
+  values at the rounding floor censored (`stats.censored_logs`); t interval over units.
+- `contrast`: per unit, that mean over one selection minus the mean over another (the
+  advantage early against late, with skips against without); with `requires`, the test
+  agrees only where the advantage in the first selection is shown too (an
+  intersection-union test: both at the same level, no further adjustment).
+- `groups`: two independent groups of units (random pools against trained seeds); per
+  unit the mean log value over the span; Welch's t interval of the difference.
+- `check`: a numerical check stated with the part.
+The intervals of one claim's tests hold together at `stats.LEVEL` (Bonferroni over all its
+statistical tests, every task of every part: `family`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .data import record as dataset_record
+from .measures import rounding_floor
+from .profiles import Profile
+from .stats import (DIRECTIONS, MARGIN, MAX_TIED, MIN_UNITS, Estimate, censored_logs,
+                    family_level, found_of, groups_estimate, outcome_of, paired_estimate)
+from .verdicts import (CLAIM_RULE, CLAIM_VERDICTS, COMPARISON_RULE, FINDING_RULE,
+                       FINDING_VERDICTS, SHARE, TOLERANCE, Result, claim_verdict,
+                       finding_verdict, iterations_verdict, mechanism_verdict)
+
+ACCURACY_MARGIN = 0.01  # accuracies within a factor 1.01 of each other match
+ENTROPY_MARGIN = 0.01  # entropies of rows that are all near log n: 1% is a real change
+COLLAPSED = 1e-8  # C1: a residual below this after the last layer is a collapse
+SLOPE_TOLERANCE = 0.1  # C3a: a log-log slope within this of 3
+MIN_BOUND_LAYERS = 4  # C3b: layers above the floor needed to check the exponent
+REGIME = 0.1  # C3c: centred logits of spectral norm at most this are small
+PAPER_N, PAPER_SCALE = 128, 2.0  # C2a on random logits: the paper's n, scales up to this
+
+# Settings of the registered tests on random weights and logits (the chapters use these).
+ENTROPY_SCALES = (0.5, 1.0, 2.0, 3.0, 5.0)  # C9, random logits
+NETWORK_SCALES = (1.0, 4.0)  # C6d, random networks: path products
+HIDDEN_SCALES = (0.5, 1.0, 2.0, 4.0)  # C6d, random networks: hidden states
+LIPSCHITZ_SCALES = (0.5, 1.0, 2.0, 4.0)  # C10, random layers
+ITERATIONS = (0.5, 1, 2, 3, 5, 10, 20, 50)  # B4; 0.5: one half-step, i.e. softmax
+
+
+def scale_label(s: float) -> str:
+    """The task label of a logit scale: 'σ = 0.5'."""
+    return f"σ = {s:g}"
+
+
+def lipschitz_sizes(profile: Profile) -> tuple[int, int]:
+    """C10's token counts: half the profile's n and n."""
+    return profile.n_tokens // 2, profile.n_tokens
+
+
+def size_scale_label(n: int, s: float) -> str:
+    return f"n = {n}, σ = {s:g}"
+
+
+@dataclass(frozen=True)
+class Span:
+    """Positions `first`..`last` (layers or depths) of a stack of depth L; an end is a whole
+    number, 'L', 'half' (L // 2) or 'half+1'; or, with `points`, those positions only."""
+
+    first: int | str = 1
+    last: int | str = "L"
+    noun: str = "layers"
+    points: tuple[int | str, ...] = ()
+
+    def _at(self, end: int | str, depth: int) -> int:
+        return {"L": depth, "half": depth // 2, "half+1": depth // 2 + 1}.get(end, end)
+
+    def positions(self, depth: int) -> list[int]:
+        """The positions for a stack of `depth` (ValueError when the span is empty there)."""
+        if self.points:
+            chosen = sorted({self._at(p, depth) for p in self.points})
+        else:
+            chosen = list(range(self._at(self.first, depth), self._at(self.last, depth) + 1))
+        if not chosen or chosen[0] < 1 or chosen[-1] > depth:
+            raise ValueError(f"{self.words()} is empty or outside 1–{depth}")
+        return chosen
+
+    def words(self) -> str:
+        name = {"L": "L", "half": "L/2", "half+1": "L/2+1"}
+        if self.points:
+            return f"{self.noun} " + ", ".join(str(name.get(p, p)) for p in self.points)
+        return f"{self.noun} {name.get(self.first, self.first)}–{name.get(self.last, self.last)}"
+
+
+LAYERS, EARLY, LATE = Span(), Span(1, "half"), Span("half+1", "L")
+PRODUCTS = Span(2, "L", "depths")  # a path of depth 1 is one matrix, not a product
+TRAINED, IMAGE, SCRATCH = "each trained task", "each image task", "each task trained pure"
+SKIPS, NO_SKIPS = ("full model", "without FFN"), ("without skip",
+                                                  "pure attention (no FFN, no skip)")
+
+
+@dataclass(frozen=True)
+class Part:
+    """One registered test of a claim (see the module docstring for the kinds)."""
+
+    name: str  # what it is measured on
+    quantity: str
+    unit: str
+    test: str  # paired, contrast, groups, check, sequence
+    direction: str  # stats.DIRECTIONS: what the paper reports ('either' for a question)
+    tasks: str | tuple[str, ...] | Callable[[Profile], tuple[str, ...]]
+    span: Span | None = None
+    variants: tuple[str, ...] = ()
+    against: tuple[str, ...] = ()  # contrast: the second selection's variants
+    against_span: Span | None = None  # contrast: the second selection's span
+    requires: bool = False  # contrast: the advantage in the first selection must be shown
+    margin: float = MARGIN
+    check: str = ""  # a check's statement
+    precision: str = "float64"  # the dtype whose rounding floor censors the values
+
+    def __post_init__(self):
+        if self.test not in ("paired", "contrast", "groups", "check", "sequence"):
+            raise ValueError(f"unknown test kind {self.test!r}")
+        if self.direction not in DIRECTIONS and self.test != "check":
+            raise ValueError(f"unknown direction {self.direction!r}")
+
+    @property
+    def floor(self) -> float:
+        return rounding_floor(getattr(torch, self.precision))
+
+    def selection(self) -> str:
+        """The span and variants in words."""
+        where = self.span.words() if self.span else "one value per unit"
+        if self.test == "contrast":
+            first = ", ".join(self.variants) if self.variants else ""
+            second = ", ".join(self.against) if self.against else ""
+            return (f"{self.span.words()} {first}".strip() + " against "
+                    + f"{(self.against_span or self.span).words()} {second}".strip())
+        return f"{where}" + (f"; {', '.join(self.variants)}" if self.variants else "")
+
+    def statement(self) -> str:
+        """The primary test in words."""
+        if self.test == "check":
+            return self.check
+        base = {"paired": "mean log ratio Sinkhorn / softmax per unit, t interval over units",
+                "contrast": "per unit, mean log ratio over the first selection minus that "
+                            "over the second; t interval over units"
+                            + ("; agrees only where Sinkhorn is also shown ahead in the "
+                               "first" if self.requires else ""),
+                "groups": "two independent groups of units, mean log per unit; Welch t "
+                          "interval of the difference",
+                "sequence": "accuracy with k iterations against the most, paired over "
+                            "units, tested from the most iterations down"}[self.test]
+        return base + f"; margin {1 + self.margin:g}"
+
+
+@dataclass(frozen=True)
+class Registered:
+    """One claim (or open question, `finding`) and its registered parts; `rule` names the
+    rule that decides it (`decide`); `untested` says why a claim has no part."""
+
+    id: str
+    claim: str
+    parts: tuple[Part, ...] = ()
+    rule: str = "claim"  # claim, finding, mechanism, iterations
+    untested: str = ""
+
+    @property
+    def finding(self) -> bool:
+        return self.rule != "claim"
+
+    def part(self, name: str) -> Part:
+        for p in self.parts:
+            if p.name == name:
+                return p
+        raise ValueError(f"{self.id} has no part {name!r}; its parts: "
+                         f"{', '.join(p.name for p in self.parts)}")
+
+
+def _hidden(name: str, quantity: str, span: Span = LAYERS, variants=("full model",),
+            direction: str = "more", tasks=TRAINED, **options) -> Part:
+    return Part(name, quantity, "training seed", "paired", direction, tasks, span, variants,
+                **options)
+
+
+RESIDUAL = "relative residual of the hidden states (block outputs), composite norm"
+PATHS = "rank-1 relative residual of attention products along random paths, composite norm"
+CLAIMS: dict[str, Registered] = {r.id: r for r in [
+    Registered("C1", "repeated attention mixing drives all tokens to one vector (rank "
+               "collapse)", (Part(
+                   "random pure attention", "relative residual of the last hidden state, "
+                   "pure softmax attention (no FFN, no skip) with random weights", "weight "
+                   "draw", "check", "", ("every logit scale",),
+                   check=f"below {COLLAPSED:g} at every logit scale"),)),
+    Registered("C2a", "50 Sinkhorn iterations make attention effectively doubly stochastic", (
+        Part("random logits", f"row error after exactly 50 iterations, n = {PAPER_N}, "
+             f"logit scales up to {PAPER_SCALE:g}", "random matrix", "check", "",
+             ("random logits",), check=f"at least {SHARE:.0%} of the matrices below "
+                                       f"{TOLERANCE:g}"),
+        Part("trained models", "row error after exactly 50 iterations of the trained "
+             "Sinkhorn models' own logits, worst head of each (layer, input)",
+             "(layer, input)", "check", "", TRAINED,
+             check=f"at least {SHARE:.0%} of the (layer, input) matrices below "
+                   f"{TOLERANCE:g}"))),
+    Registered("C3a", r"one layer of pure Sinkhorn attention: residual bounded by "
+               r"$C\,\lVert\mathrm{res}(X)\rVert^3$", (Part(
+                   "one random head", "log-log slope of the output residual against the "
+                   "input residual (spectral norm), small inputs", "", "check", "",
+                   ("softmax", "sinkhorn"), check=f"within {SLOPE_TOLERANCE:g} of 3, for "
+                   "each normalization (the book's first-order derivation on one head; "
+                   "the paper's constant is unconfirmed)"),)),
+    Registered("C3b", "$L$ layers: the exponent $3^L$ (doubly exponential collapse)", (Part(
+        "random pure stack", "residual against the first-order $L$-layer bound, "
+        "high precision", "", "check", "", ("every layer above the floor",),
+        check=f"measured ≤ bound at every layer above the rounding floor, at least "
+              f"{MIN_BOUND_LAYERS} layers"),)),
+    Registered("C3c", r"the bound holds in the small-logit regime $\lVert A\rVert_2 \ll 1$",
+               (Part("one random head per logit scale", "bound / measured residual where the "
+                     f"centred logits have spectral norm at most {REGIME:g}", "", "check", "",
+                     ("small logits",), check="bound / measured ≥ 1 at every such point"),)),
+    Registered("C4a", "trained models: the hidden-state (block output) residual stays higher "
+               "under Sinkhorn", (_hidden("trained models", RESIDUAL),)),
+    Registered("C4b", "the advantage is most visible in early layers", (Part(
+        "trained models", RESIDUAL, "training seed", "contrast", "more", TRAINED, EARLY,
+        ("full model",), ("full model",), LATE, requires=True),)),
+    Registered("C4c", "the advantage is most visible with skip connections", (Part(
+        "trained models", RESIDUAL, "training seed", "contrast", "more", TRAINED, EARLY,
+        SKIPS, NO_SKIPS, requires=True),)),
+    Registered("C4d", "the same for the self-attention output, read as the attention "
+               "sub-layer's own output before the skip connection (the block output is C4a)",
+               (_hidden("trained models", "relative residual of the attention sub-layer's "
+                        "output, composite norm"),)),
+    Registered("C4e", "the same for products of attention matrices along paths", (_hidden(
+        "trained models", PATHS, PRODUCTS),)),
+    Registered("C5", "the paper's settings: 24 layers, width 128, 4 heads, its three "
+               "datasets", untested="the `ci` profile trains smaller models on stand-in data; "
+               "the `full` profile uses the paper's sizes and datasets, and its verdict is "
+               "that run's"),
+    Registered("C6a", "products of independent random matrices show no Sinkhorn advantage", (
+        Part("random matrices", PATHS + ", i.i.d. N(0, 1) logits", "pool", "paired",
+             "no more", ("the paper's setting",), PRODUCTS),)),
+    Registered("C6b", "the same with half of the factors replaced by the identity", (Part(
+        "random matrices, half identity", PATHS, "pool", "paired", "no more",
+        ("the paper's setting",), PRODUCTS),)),
+    Registered("C6c", "random stochastic products decay more slowly than trained attention "
+               "products", (Part(
+                   "random against trained", PATHS + "; random logits at each trained "
+                   "layer's measured logit scale", "pool / training seed", "groups", "more",
+                   lambda p: tuple(f"{t}, {n}" for t in p.tasks for n in ("softmax", "sinkhorn")),
+                   PRODUCTS, ("full model",)),)),
+    Registered("C6d", "the hypothesis: input dependence along a path produces the advantage", (
+        Part("random networks with skips and LayerNorm, path products", PATHS + "; the "
+             "networks' Sinkhorn / softmax against that of independent random matrices at the "
+             "same logit scale", "network / pool", "groups", "more",
+             tuple(scale_label(s) for s in NETWORK_SCALES), PRODUCTS, precision="float32"),
+        Part("random networks with skips and LayerNorm, hidden states", RESIDUAL,
+             "weight draw", "paired", "more", tuple(scale_label(s) for s in HIDDEN_SCALES),
+             LAYERS),
+        Part("random networks with skips, no LayerNorm, hidden states", RESIDUAL,
+             "weight draw", "paired", "more", tuple(scale_label(s) for s in HIDDEN_SCALES),
+             LAYERS),
+        Part("trained models, correlation broken", PATHS + "; every factor from one input "
+             "against each factor from an independent input", "training seed", "contrast",
+             "more", IMAGE, PRODUCTS, ("one input",), ("inputs mixed",), requires=True))),
+    Registered("C7", "limitations: pure attention never trained from scratch; first-order "
+               "bounds", untested="a statement of the paper's limits, not a result to "
+               "reproduce; the open question B1 trains pure attention from scratch"),
+    Registered("C8", "Sinkhorn models match or improve accuracy", (Part(
+        "trained models", "test accuracy", "training seed", "paired", "no less", TRAINED,
+        margin=ACCURACY_MARGIN),)),
+    Registered("C9", "doubly stochastic attention spreads attention more evenly (higher row "
+               "entropy)", (
+                   Part("random logits", "mean row entropy", "random matrix", "paired",
+                        "more", tuple(scale_label(s) for s in ENTROPY_SCALES),
+                        margin=ENTROPY_MARGIN),
+                   _hidden("trained models", "mean row entropy of the attention",
+                           margin=ENTROPY_MARGIN))),
+    Registered("C10", "local Lipschitz constants of Sinkhorn against softmax attention (the "
+               "paper's future work)", (
+                   Part("random layers", "local Lipschitz constant of one attention layer",
+                        "weight draw", "paired", "either", lambda p: tuple(
+                            size_scale_label(n, s) for n in lipschitz_sizes(p)
+                            for s in LIPSCHITZ_SCALES)),
+                   _hidden("trained layers", "local Lipschitz constant of the attention "
+                           "layer at its own input", Span(points=(1, "half", "L")),
+                           direction="either")), rule="finding"),
+    Registered("B1", "pure self-attention trained from scratch (no FFN, no skips): which "
+               "normalization keeps more rank", (
+                   _hidden("trained pure, LayerNorm", RESIDUAL, variants=(
+                       "pure attention, LayerNorm",), direction="either", tasks=SCRATCH),
+                   _hidden("trained pure, no LayerNorm", RESIDUAL, variants=(
+                       "pure attention, no LayerNorm",), direction="either", tasks=SCRATCH)),
+               rule="finding"),
+    Registered("B2", "the mechanism: breaking the correlation of attention across layers "
+               "shrinks the Sinkhorn advantage in path products", (Part(
+                   "trained models", PATHS, "training seed", "contrast", "more", IMAGE,
+                   PRODUCTS, ("one input",), ("inputs mixed",), requires=True),),
+               rule="mechanism"),
+    Registered("B3", "the normalization swapped at inference: what the weights learned "
+               "against what the normalization does", (
+                   _hidden("weights trained with softmax", RESIDUAL + "; with Sinkhorn / with "
+                           "softmax at inference, the same weights", variants=(
+                               "trained with softmax",), direction="either"),
+                   _hidden("weights trained with Sinkhorn", RESIDUAL + "; with Sinkhorn / "
+                           "with softmax at inference, the same weights", variants=(
+                               "trained with sinkhorn",), direction="either")),
+               rule="finding"),
+    Registered("B4", "how many Sinkhorn iterations inference needs", (Part(
+        "Sinkhorn-trained models", "test accuracy with k iterations / with 50",
+        "training seed", "sequence", "parity", TRAINED, margin=ACCURACY_MARGIN),),
+        rule="iterations"),
+]}
+FINDINGS = tuple(i for i, r in CLAIMS.items() if r.finding)
+
+
+def tasks_of(part: Part, profile: Profile) -> tuple[str, ...]:
+    """The tasks a part is registered for under `profile`."""
+    if callable(part.tasks):
+        return tuple(part.tasks(profile))
+    if part.tasks == TRAINED:
+        return tuple(profile.tasks)
+    if part.tasks == IMAGE:
+        return tuple(t for t, task in profile.tasks.items()
+                     if dataset_record(task.dataset).kind == "image")
+    if part.tasks == SCRATCH:
+        return tuple(profile.scratch_tasks)
+    return tuple(part.tasks)
+
+
+def family_level_words(size: int) -> str:
+    """'98.3% each (3 tests)': the level of each interval of a family of `size` tests."""
+    return f"{100 * family_level(size):.3g}% each ({size} test{'s' if size > 1 else ''})"
+
+
+def family(claim_id: str, profile: Profile) -> int:
+    """How many statistical tests decide the claim (every task of every part that is not a
+    check): the size of its Bonferroni family."""
+    return sum(len(tasks_of(p, profile)) for p in CLAIMS[claim_id].parts
+               if p.test != "check") or 1
+
+
+# ----------------------------------------------------------------------------- running tests
+
+
+def _select(g: pd.DataFrame, variants: tuple[str, ...], span: Span | None) -> pd.DataFrame:
+    if variants:
+        g = g[g["variant"].isin(variants)]
+        missing = set(variants) - set(g["variant"])
+        if missing:
+            raise ValueError(f"the data has no rows for the registered variants "
+                             f"{sorted(missing)}")
+    if span is not None:
+        positions = span.positions(int(g["position"].max()))
+        g = g[g["position"].isin(positions)]
+    return g
+
+
+def _scores(g: pd.DataFrame, floor: float) -> tuple[pd.Series, int, int, int]:
+    """Per unit, the mean censored log ratio (or mean censored log `value`) over its rows,
+    and the counts of values, censored values and ties."""
+    if "value" in g:
+        logs, censored, tied = censored_logs(np.ones(len(g)), g["value"], floor)
+        tied = np.zeros(len(g), bool)
+    else:
+        logs, censored, tied = censored_logs(g["softmax"], g["sinkhorn"], floor)
+    scores = pd.Series(logs, index=g.index).groupby(g["unit"]).mean()
+    return scores, len(g), int(censored.sum()), int(tied.sum())
+
+
+def _result(part: Part, task: str, estimate: Estimate | None, level: float, values: int,
+            censored: int, tied: int, sd: tuple[float, ...],
+            requirement: str | None = None, units: tuple[int, ...] = ()) -> Result:
+    direction = part.direction
+    if estimate is None or tied > MAX_TIED * values:
+        return Result(part.name, task, None if estimate is None else math.exp(
+            estimate.log_ratio), "undecided", "undecided", level=level,
+            units=estimate.units if estimate else units, values=values,
+            censored=censored, tied=tied, sd=sd, requirement=requirement)
+    ratio, low, high = estimate.interval(level)
+    found = found_of(ratio, low, high, part.margin)
+    if direction == "either":
+        outcome = "agrees" if found in ("more", "less", "parity") else "undecided"
+    else:
+        outcome = outcome_of(direction, found)
+        if requirement is not None and outcome == "agrees" and requirement != "more":
+            # the advantage is larger there, but Sinkhorn is not shown ahead there at all
+            outcome = "against" if requirement in ("parity", "not more", "less") else \
+                "undecided"
+    return Result(part.name, task, ratio, found, outcome, low, high, level, estimate.units,
+                  estimate.detectable(level, "more" if direction == "either" else direction,
+                                      part.margin),
+                  censored, tied, values, sd, requirement)
+
+
+def _estimate(scores: list[pd.Series]) -> Estimate | None:
+    if len(scores) == 1:
+        return paired_estimate(scores[0].to_numpy()) if len(scores[0]) >= MIN_UNITS else None
+    if min(len(s) for s in scores) < MIN_UNITS:
+        return None
+    return groups_estimate(scores[0].to_numpy(), scores[1].to_numpy())
+
+
+def run(claim_id: str, part_name: str, data: pd.DataFrame, profile: Profile,
+        titles: dict[str, str] | None = None) -> list[Result]:
+    """The registered test of one part of a claim, one `Result` per registered task.
+
+    `data` holds one row per (task, unit, variant, position) with columns task, unit,
+    variant (when the part names variants), position (layer or depth, when it has a span)
+    and `softmax` and `sinkhorn` (paired values); for a `groups` test a column `group`
+    ('reference' or 'other') and either `value` (a positive quantity) or the pair. `titles`
+    maps task keys to the names results carry."""
+    part = CLAIMS[claim_id].part(part_name)
+    if part.test in ("check", "sequence"):
+        raise ValueError(f"{claim_id} / {part_name} is a {part.test}; see check_result and "
+                         "run_sequence")
+    expected = tasks_of(part, profile)
+    found_tasks = tuple(dict.fromkeys(data["task"]))
+    if set(found_tasks) != set(expected):
+        raise ValueError(f"{claim_id} / {part_name} is registered for tasks {list(expected)}; "
+                         f"the data has {list(found_tasks)}")
+    level = family_level(family(claim_id, profile))
+    results = []
+    for task in expected:
+        g = data[data["task"] == task]
+        name = (titles or {}).get(task, task)
+        if part.test == "groups":
+            sides = [_scores(_select(g[g["group"] == side], part.variants, part.span),
+                             part.floor) for side in ("reference", "other")]
+            scores = [s[0] for s in sides]
+            est = _estimate(scores)
+            results.append(_result(part, name, est, level, sum(s[1] for s in sides),
+                                   sum(s[2] for s in sides), 0,
+                                   tuple(float(s.std(ddof=1)) for s in scores),
+                                   units=tuple(len(s) for s in scores)))
+            continue
+        first = _scores(_select(g, part.variants, part.span), part.floor)
+        if part.test == "paired":
+            est = _estimate([first[0]])
+            results.append(_result(part, name, est, level, *first[1:],
+                                   (float(first[0].std(ddof=1)),), units=(len(first[0]),)))
+            continue
+        second = _scores(_select(g, part.against, part.against_span or part.span), part.floor)
+        both = first[0].index.intersection(second[0].index)
+        diff = first[0][both] - second[0][both]
+        requirement = None
+        if part.requires:
+            ahead = _estimate([first[0]])
+            requirement = (found_of(*ahead.interval(level), part.margin) if ahead
+                           else "undecided")
+        results.append(_result(part, name, _estimate([diff]), level, first[1] + second[1],
+                               first[2] + second[2], first[3] + second[3],
+                               (float(diff.std(ddof=1)),), requirement, (len(diff),)))
+    return results
+
+
+def run_sequence(claim_id: str, data: pd.DataFrame, profile: Profile,
+                 titles: dict[str, str] | None = None) -> list[Result]:
+    """B4's registered test: per task and iteration count k below the most, the accuracy
+    with k against that with the most (columns task, unit, position = k, value), paired
+    over units, parity within the part's margin, each task's tests at the family level of
+    the registered tasks; each result's `at` is its k."""
+    part = next(p for p in CLAIMS[claim_id].parts if p.test == "sequence")
+    expected = tasks_of(part, profile)
+    if set(data["task"]) != set(expected):
+        raise ValueError(f"{claim_id} is registered for tasks {list(expected)}; the data has "
+                         f"{sorted(set(data['task']))}")
+    level = family_level(len(expected))
+    results = []
+    for task in expected:
+        g = data[data["task"] == task].pivot(index="unit", columns="position", values="value")
+        most = g.columns.max()
+        for k in sorted(g.columns, reverse=True)[1:]:
+            logs, _, _ = censored_logs(g[most], g[k], 0.0)
+            est = paired_estimate(logs) if len(logs) >= MIN_UNITS else None
+            name = (titles or {}).get(task, task)
+            results.append(replace(_result(part, name, est, level, len(logs), 0, 0,
+                                           (float(np.std(logs, ddof=1)),), units=(len(logs),)),
+                                   at=float(k)))
+    return results
+
+
+def decide(claim_id: str, results: list[Result]) -> str:
+    """The verdict of a claim from its results, by the rule the registry names for it."""
+    rule = CLAIMS[claim_id].rule
+    if rule == "claim":
+        return claim_verdict([r.outcome for r in results])
+    if rule == "mechanism":
+        return mechanism_verdict([r.outcome for r in results])
+    if rule == "iterations":
+        per_task: dict[str, dict[float, str]] = {}
+        for r in results:
+            per_task.setdefault(r.task, {})[r.at] = r.found
+        most = max(ITERATIONS)
+        return iterations_verdict({t: {most: "parity", **per} for t, per in per_task.items()}
+                                  )[0] if per_task else "not testable here"
+    return finding_verdict([r.found for r in results])
+
+
+# ----------------------------------------------------------------------------- claim rows
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a chapter records about one claim or some of its parts: its `results`, the
+    verdict they give (`decide`), the finding in words generated from the run's numbers,
+    the figure that shows it and the data it was computed on. The claims ledger merges the
+    results of every part of a claim and decides it again with the same rule."""
+
+    id: str
+    verdict: str
+    finding: str
+    results: tuple[Result, ...] = ()
+    figure: str | None = None
+    data: str | None = None
+
+    def __post_init__(self):
+        if self.id not in CLAIMS:
+            raise ValueError(f"unknown claim id {self.id!r}; the claims are "
+                             f"{', '.join(CLAIMS)}")
+        valid = FINDING_VERDICTS if self.id in FINDINGS else CLAIM_VERDICTS
+        if self.verdict not in valid:
+            raise ValueError(f"unknown verdict {self.verdict!r} for {self.id}; valid: "
+                             f"{', '.join(valid)}")
+
+    @classmethod
+    def of(cls, claim_id: str, results: list[Result], finding: str, figure: str | None = None,
+           data: str | None = None) -> Claim:
+        """The claim decided from `results` by its registered rule."""
+        return cls(claim_id, decide(claim_id, results), finding, tuple(results), figure, data)
+
+    @property
+    def claim(self) -> str:
+        return CLAIMS[self.id].claim
+
+    def record(self) -> dict:
+        """The claim as a plain dict (for the claims ledger and claims.json)."""
+        return {"id": self.id, "claim": self.claim, "verdict": self.verdict,
+                "finding": self.finding, "results": [r.record() for r in self.results],
+                "figure": self.figure, "data": self.data}
+
+    def markdown(self) -> str:
+        parts = sorted({r.part for r in self.results})
+        which = (f" ({'; '.join(parts)})" if len(CLAIMS[self.id].parts) > 1 and parts
+                 else "")
+        return f"- **{self.id}** {self.claim}{which}: **{self.verdict}**. {self.finding}"
+
+
+def claims_markdown(claims: list[Claim]) -> str:
+    """A bullet list of claims for a chapter's summary box, followed by the rules (the
+    finding rule for the open questions)."""
+    rules = ([CLAIM_RULE] if any(c.id not in FINDINGS for c in claims) else []) + \
+        ([FINDING_RULE] if any(c.id in FINDINGS for c in claims) else [])
+    return "\n".join(c.markdown() for c in claims) + f"\n\n{COMPARISON_RULE} " + " ".join(rules)
+
+
+DIRECTION_WORDS = {"more": "Sinkhorn higher", "less": "Sinkhorn lower", "parity": "parity",
+                   "no more": "no Sinkhorn advantage", "no less": "Sinkhorn matches or "
+                   "improves", "either": "either way (a question)", "": "–"}
+
+
+def rows(profile: Profile) -> list[dict]:
+    """The pre-registration as table rows: one per part of every claim."""
+    table = []
+    for r in CLAIMS.values():
+        for p in r.parts or (None,):
+            if p is None:
+                table.append({"id": r.id, "claim": r.claim, "part": "–", "quantity": "–",
+                              "where": "–", "unit": "–", "direction": "–", "test":
+                              f"not tested: {r.untested}", "tasks": "–", "family": "–"})
+                continue
+            tasks = tasks_of(p, profile)
+            table.append({
+                "id": r.id, "claim": r.claim, "part": p.name, "quantity": p.quantity,
+                "where": p.selection() if p.test != "check" else "–", "unit": p.unit or "–",
+                "direction": DIRECTION_WORDS[p.direction], "test": p.statement(),
+                "tasks": ", ".join(tasks),
+                "family": "–" if p.test == "check" else str(
+                    len(tasks) if r.rule == "iterations" else family(r.id, profile))})
+    return table

@@ -1,0 +1,313 @@
+"""The book's verdict words and the rules that turn primary-test results into them.
+
+A claim of the paper (registered in `registry`) is decided by its primary tests: one per task
+of each of its parts. Each test's `Result` says what it concluded for the claim (`outcome`:
+agrees, against, opposite, undecided; `stats.OUTCOMES`), and `claim_verdict` turns the
+outcomes of all of a claim's tests into one of `CLAIM_VERDICTS`. The open questions and the
+paper's future work get *finding* words instead (`finding_verdict`, `mechanism_verdict`,
+`iterations_verdict`). `calibration` measures, by simulation through the same code, how
+often each rule finds the paper's result where it is false, and its power.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from .stats import (FOUND, LEVEL, MARGIN, MAX_TIED, MIN_UNITS, POWER, WORDS, family_level,
+                    found_of, groups_estimate, outcome_of, paired_estimate, significant)
+
+CLAIM_VERDICTS = ("reproduced", "partly reproduced", "not reproduced", "contradicted",
+                  "undecided", "not testable here")
+OUTCOMES = ("agrees", "against", "opposite", "undecided", "untested")
+# Findings of the open questions: a direction everywhere or in part, parity, both
+# directions (mixed), nothing decided; the mechanism (B2) and the iterations (B4) have their
+# own words.
+FINDING_VERDICTS = ("Sinkhorn higher", "Sinkhorn lower", "Sinkhorn higher in part",
+                    "Sinkhorn lower in part", "parity", "parity in part", "mixed",
+                    "supported", "not supported", "fewer iterations suffice",
+                    "all iterations needed", "undecided", "not testable here")
+SHARE = 0.99  # a check over many matrices passes when at least this share passes
+TOLERANCE = 1e-6  # the marginal error below which attention counts as doubly stochastic
+
+
+@dataclass(frozen=True)
+class Result:
+    """One primary test (or check) on one task of a part of a claim.
+
+    `number` is the estimate (a ratio; for a check, the checked value, `bound` '≤' when it is
+    itself censored at the floor), [`low`, `high`] its interval at `level`, `units` the
+    independent units per group, `detectable` the smallest effect the test could detect at
+    `stats.POWER` (for a test of parity: the narrowest margin it could show), `found` what
+    the interval found (`stats.FOUND`, or 'passes' / 'fails' for a check) and `outcome` what
+    that means for the claim (`OUTCOMES`). `censored` values of `values` were at the
+    rounding floor, `tied` pairs at it on both sides; `sd` the spread of the per-unit scores
+    per group, the basis of the power and of `calibration`; `requirement`, for a test that
+    presupposes an advantage, what the test of that advantage found. For an open question
+    (direction 'either'), `outcome` 'agrees' only says that a direction or parity was
+    decided."""
+
+    part: str
+    task: str
+    number: float | None
+    found: str
+    outcome: str
+    low: float | None = None
+    high: float | None = None
+    level: float | None = None
+    units: tuple[int, ...] = ()
+    detectable: float | None = None
+    censored: int = 0
+    tied: int = 0
+    values: int = 0
+    sd: tuple[float, ...] = ()
+    requirement: str | None = None
+    bound: str = ""
+    at: float | None = None  # the setting a result is at, within its task (B4: iterations)
+
+    def __post_init__(self):
+        if self.outcome not in OUTCOMES:
+            raise ValueError(f"unknown outcome {self.outcome!r}; valid: {', '.join(OUTCOMES)}")
+        if self.low is not None and self.high is not None and self.low > self.high:
+            raise ValueError(f"inverted interval {self.low}–{self.high} ({self.part}, "
+                             f"{self.task})")
+
+    def record(self) -> dict:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items()}
+
+
+def check_result(part: str, task: str, number: float | None, holds: bool | None,
+                 bound: str = "") -> Result:
+    """A numerical check as a `Result`: passes (agrees) or fails (against); `holds` None:
+    this run cannot check it (untested)."""
+    found = {True: "passes", False: "fails", None: "not checked"}[holds]
+    outcome = {True: "agrees", False: "against", None: "untested"}[holds]
+    return Result(part, task, number, found, outcome, bound=bound)
+
+
+def claim_verdict(outcomes: list[str]) -> str:
+    """The verdict on a claim from the outcomes of all its primary tests (every task of
+    every part): *reproduced* when all agree; *contradicted* when any shows the opposite;
+    *partly reproduced* when some agree (and none is opposite); *not reproduced* when none
+    agrees but some decide against; *undecided* when none decides anything; *not testable
+    here* with no test that this run could carry out ('untested' outcomes are left out)."""
+    unknown = set(outcomes) - set(OUTCOMES)
+    if unknown:
+        raise ValueError(f"unknown outcomes {sorted(unknown)}; valid: {', '.join(OUTCOMES)}")
+    outcomes = [o for o in outcomes if o != "untested"]
+    if not outcomes:
+        return "not testable here"
+    if "opposite" in outcomes:
+        return "contradicted"
+    if all(o == "agrees" for o in outcomes):
+        return "reproduced"
+    if "agrees" in outcomes:
+        return "partly reproduced"
+    return "not reproduced" if "against" in outcomes else "undecided"
+
+
+def finding_verdict(found: list[str]) -> str:
+    """What the primary tests of an open question found (`stats.FOUND` words, Sinkhorn
+    against softmax): one direction in every test ('Sinkhorn higher'), or in some while the
+    others are parity or undecided ('Sinkhorn higher in part'); 'mixed' when both directions
+    occur; parity everywhere, or in part with the rest undecided; 'undecided' when nothing is
+    decided (*not more* and *not less* decide no direction)."""
+    unknown = set(found) - set(FOUND)
+    if unknown:
+        raise ValueError(f"unknown results {sorted(unknown)}; valid: {', '.join(FOUND)}")
+    if not found:
+        return "not testable here"
+    decided = set(found) & {"more", "less", "parity"}
+    if {"more", "less"} <= decided:
+        return "mixed"
+    for direction, word in (("more", "Sinkhorn higher"), ("less", "Sinkhorn lower"),
+                            ("parity", "parity")):
+        if direction in decided:
+            return word if set(found) == {direction} else f"{word} in part"
+    return "undecided"
+
+
+def mechanism_verdict(outcomes: list[str]) -> str:
+    """B2, from the outcomes of its tests (the advantage shrinks when the correlation along
+    the path is broken, on condition that Sinkhorn is ahead with it): *supported* where
+    every decided test agrees, *not supported* where every decided test is against or
+    opposite, *mixed* when both occur, *undecided* when none is decided."""
+    decided = {"supported" if o == "agrees" else "not supported"
+               for o in outcomes if o not in ("undecided", "untested")}
+    if not outcomes:
+        return "not testable here"
+    if not decided:
+        return "undecided"
+    return decided.pop() if len(decided) == 1 else "mixed"
+
+
+def iterations_verdict(found: dict[str, dict[float, str]]) -> tuple[str, float]:
+    """B4: per task, the accuracy with k iterations against that with the most, over seeds
+    (`stats.FOUND` words, `direction` parity). A fixed sequence from the most iterations
+    down: the fewest k such that *every* task shows parity at k and at every count above
+    it (a fixed-sequence test holds the family-wise error rate without adjustment). Returns
+    ('fewer iterations suffice', k) when k is below the most; ('all iterations needed',
+    most) when some task at the next count down loses accuracy beyond the margin
+    ('less'); ('undecided', most) otherwise."""
+    counts = sorted({k for per in found.values() for k in per}, reverse=True)
+    if not counts or any(set(per) != set(counts) for per in found.values()):
+        raise ValueError("every task needs a result at every iteration count")
+    most, enough = counts[0], counts[0]
+    for k in counts[1:]:
+        if not all(per[k] == "parity" for per in found.values()):
+            break
+        enough = k
+    if enough < most:
+        return "fewer iterations suffice", enough
+    below = counts[1] if len(counts) > 1 else most
+    if any(per.get(below) == "less" for per in found.values()):
+        return "all iterations needed", most
+    return "undecided", most
+
+
+# ----------------------------------------------------------------------------- rules in words
+
+PERCENT = f"{LEVEL:.0%}"
+COMPARISON_RULE = (
+    "Each comparison is Sinkhorn / softmax over independent units (weight draws, pools of "
+    "random matrices, networks, test inputs or training seeds): the geometric mean of the "
+    f"paired ratios with Student's t interval; the intervals of a family (the layers of one "
+    f"figure, the tasks of one claim) hold together at {PERCENT} (Bonferroni: each of k at "
+    f"1 − {1 - LEVEL:.2g}/k). An interval finds *parity* when it lies within a factor "
+    f"{1 + MARGIN:g} of 1 (between {1 / (1 + MARGIN):.3f} and {1 + MARGIN:g}, unless another "
+    "margin is stated), *Sinkhorn keeps more* when it lies above 1 and the estimate is at "
+    f"least {1 + MARGIN:g} (a difference of the margin's size), *less* in the mirror case, "
+    f"*no advantage of the margin's size* when its top is below {1 + MARGIN:g}, and is "
+    f"*undecided* otherwise or with fewer than {MIN_UNITS} units. A value at the rounding "
+    "floor is censored: it enters as the floor, so where only one side is there the ratio "
+    "understates the gap, and where both are the pair is a tie; with more than half the "
+    "values tied there is no verdict.")
+CLAIM_RULE = (
+    "A claim is decided by its primary tests alone, registered before anything ran (the "
+    "claims ledger prints the registry): one test per task of each of its parts, in the "
+    "direction the paper reports. A claim is *reproduced* when every test agrees with the "
+    "paper, *partly reproduced* when some do and none shows the opposite, *contradicted* "
+    "when any shows the opposite beyond the margin, *not reproduced* when none agrees and "
+    "some decide against the paper (for a claimed difference: parity, or no difference of "
+    "the margin's size), *undecided* when no test can tell (the ledger gives the smallest "
+    f"effect each could have detected with {POWER:.0%} power), and *not testable here* when "
+    "this run cannot measure it. A test that presupposes an advantage (the advantage is "
+    "larger early, with skips) agrees only where the advantage itself is shown too. A "
+    "claim decided by a numerical check is reproduced when the check passes.")
+FINDING_RULE = (
+    "An open question's verdict says what its primary tests found: *Sinkhorn higher* "
+    "(*lower*) when every test finds it so, *in part* when the others find parity or are "
+    "undecided, *mixed* when both directions occur, *parity* or *undecided* otherwise; for "
+    "the mechanism (B2), *supported* where Sinkhorn is ahead along real paths and its "
+    "advantage shrinks when the correlation across layers is broken, *not supported* where "
+    "it is ahead and the advantage does not shrink by the margin; for the iterations (B4), "
+    "the fewest iterations whose accuracy shows parity with 50 in every task, tested from "
+    "50 down.")
+
+
+def result_words(r: Result, unit: str = "seeds") -> str:
+    """'1.32 (98.3% interval 1.10–1.58, 5 seeds; detectable 1.45)' for a test; the value
+    for a check."""
+    if r.number is None or not math.isfinite(r.number):
+        return "no estimate"
+    if r.low is None or not math.isfinite(r.low):
+        return f"{r.bound}{significant(r.number)}"
+    units = "+".join(map(str, r.units))
+    detect = (f"; detectable {significant(r.detectable)}"
+              if r.detectable is not None and math.isfinite(r.detectable) else "")
+    return (f"{significant(r.number)} ({100 * r.level:.3g}% interval {significant(r.low)}–"
+            f"{significant(r.high)}, {units} {unit}{detect})")
+
+
+# ----------------------------------------------------------------------------- calibration
+
+
+def simulate_outcomes(sds: list[tuple[float, ...]], units: list[tuple[int, ...]],
+                      direction: str, log_ratio: float, family: int, runs: int,
+                      rng: np.random.Generator, margin: float = MARGIN) -> list[str]:
+    """The claim verdicts of `runs` simulated repetitions of a claim's design: per task,
+    normal per-unit scores with spread `sds[i]` (one per group) and `units[i]` units, whose
+    true mean log ratio is `log_ratio`, each decided by the same interval and outcome rules
+    as the real tests, at the claim's family level."""
+    level = family_level(family)
+    verdicts = []
+    for _ in range(runs):
+        outcomes = []
+        for sd, n in zip(sds, units):
+            if len(n) == 1:
+                est = paired_estimate(rng.normal(log_ratio, sd[0] or 1.0, n[0]))
+            else:
+                est = groups_estimate(rng.normal(0.0, sd[0] or 1.0, n[0]),
+                                      rng.normal(log_ratio, sd[1] or 1.0, n[1]))
+            outcomes.append(outcome_of(direction, found_of(*est.interval(level), margin)))
+        verdicts.append(claim_verdict(outcomes))
+    return verdicts
+
+
+def boundary(direction: str, margin: float = MARGIN) -> float:
+    """The true log ratio at which a claim of `direction` is just false (the least
+    favourable null): no difference (0) for a claimed difference, the margin for a claimed
+    parity or absence of an advantage."""
+    return {"more": 0.0, "less": 0.0, "parity": math.log1p(margin),
+            "no more": math.log1p(margin), "no less": -math.log1p(margin)}[direction]
+
+
+def alternative(direction: str, effect: float = 1.5) -> float:
+    """The true log ratio at which power is stated: a ratio `effect` (or 1 / effect) for a
+    claimed difference, no difference for a claimed parity."""
+    return {"more": math.log(effect), "less": -math.log(effect), "parity": 0.0,
+            "no more": 0.0, "no less": 0.0}[direction]
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """How often a claim's rule finds the paper's result (reproduced or partly) where it
+    is false (`false_rate`, at the boundary of the claim), and where it holds on every task
+    (at a 1.5x effect for a difference, at ratio 1 for parity): on at least one task
+    (`power`) and on all of them (`power_every`, reproduced), over `runs` simulations."""
+
+    false_rate: float
+    power: float
+    power_every: float
+    runs: int
+
+
+def calibration(results: list[Result], direction: str, family: int, runs: int = 2000,
+                seed: int = 0, effect: float = 1.5) -> Calibration | None:
+    """`Calibration` of a claim from its tests' design (units and observed spread per
+    task); None for a claim without statistical tests or without a direction."""
+    tests = [r for r in results if r.units]
+    if not tests or direction not in ("more", "less", "parity", "no more", "no less"):
+        return None
+    sds, units = [r.sd or (1.0,) * len(r.units) for r in tests], [r.units for r in tests]
+    rng = np.random.default_rng(seed)
+    found = {"reproduced", "partly reproduced"}
+    null = simulate_outcomes(sds, units, direction, boundary(direction), family, runs, rng)
+    alt = simulate_outcomes(sds, units, direction, alternative(direction, effect), family,
+                            runs, rng)
+    return Calibration(float(np.mean([v in found for v in null])),
+                       float(np.mean([v in found for v in alt])),
+                       float(np.mean([v == "reproduced" for v in alt])), runs)
+
+
+CHECK_WORDS = {"passes": "the check passes", "fails": "the check fails",
+               "not checked": "not checked on this run"}
+
+
+def results_sentence(results: list[Result], unit: str = "seeds",
+                     words: dict[str, str] | None = None) -> str:
+    """Each result in one clause: 'text: Sinkhorn keeps more, ratio 1.32 (98.3% interval
+    1.10–1.58, 5 seeds; detectable 1.45); mnist: ...'. `words` name what each result found
+    (default `stats.WORDS`)."""
+    said = {**WORDS, **CHECK_WORDS, **(words or {})}
+    clauses = []
+    for r in results:
+        why = " (mostly tied at the rounding floor)" if r.tied > MAX_TIED * max(r.values, 1) \
+            else ""
+        where = f"{r.task}" + (f", {r.at:g}" if r.at is not None else "")
+        value = (f"ratio {result_words(r, unit)}" if r.units
+                 else f"value {result_words(r, unit)}")
+        clauses.append(f"{where}: {said[r.found]}{why}, {value}")
+    return "; ".join(clauses) + "." if clauses else "no test."
