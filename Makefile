@@ -8,7 +8,7 @@ VENV := .venv
 MATHJAX_VERSION := 3.2.2
 MATHJAX := book/_static/mathjax/tex-mml-chtml.js
 
-.PHONY: book test test-all clean
+.PHONY: book test test-all mutation clean
 
 book: $(VENV)/.installed $(MATHJAX)
 	$(VENV)/bin/python -m rankcollapse_book all --profile $(PROFILE) --device $(DEVICE) --seed $(SEED)
@@ -20,6 +20,13 @@ test: $(VENV)/.installed
 test-all: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/python -m pytest -m ""
+
+# Mutation testing of the verdict layer (configured in pyproject.toml; tens of minutes on
+# two cores, so not part of `make test`): the score and the survivors at the end.
+mutation: $(VENV)/.installed
+	rm -rf mutants
+	$(VENV)/bin/mutmut run --max-children 2 || true
+	$(VENV)/bin/python -m rankcollapse_book.mutation mutants
 
 # Reinstalls whenever the pins in pyproject.toml change.
 $(VENV)/.installed: pyproject.toml
@@ -35,4 +42,4 @@ $(MATHJAX):
 	test -f $@
 
 clean:
-	rm -rf _build book/chapters .cache
+	rm -rf _build book/chapters .cache mutants

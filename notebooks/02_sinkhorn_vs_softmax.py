@@ -41,7 +41,7 @@ from rankcollapse import plots, sinkhorn, softmax
 from rankcollapse.experiments import rank_collapse as rc
 from rankcollapse.experiments import sinkhorn_vs_softmax as sv
 from rankcollapse.measures import rounding_floor
-from rankcollapse.registry import ENTROPY_SCALES, PAPER_N
+from rankcollapse.registry import COLLAPSED, ENTROPY_SCALES, PAPER_N
 from rankcollapse.timing import time_vs_n
 
 gen = torch.Generator().manual_seed(seed)
@@ -181,11 +181,11 @@ stacks = rc.sweep([dict(normalization=nm, logit_std=s) for nm in ("softmax", "si
                   settings.n_heads, settings.depth, settings.n_iter, seed, chapter.device,
                   dtype=torch.float64, weight_draws=settings.weight_draws)
 stack_summary = rc.log_summary(stacks, ["normalization", "logit_std", "layer"], floor=floor)
-reach = sv.layers_to(stack_summary, 1e-8)
+reach = sv.layers_to(stack_summary, COLLAPSED)
 
 # %% tags=["remove-cell"]
 chapter.glue({"ch2_draws_w": settings.weight_draws, "ch2_inputs": settings.n_samples,
-              **{f"ch2_{k}": v for k, v in sv.reach_gaps(reach).items()}})
+              "ch2_collapsed": COLLAPSED, **{f"ch2_{k}": v for k, v in sv.reach_gaps(reach).items()}})
 
 # %% mystnb={"figure": {"caption": "Relative residual (composite norm, log scale) against depth in pure self-attention with random weights, softmax (blue) and Sinkhorn (red, 50 iterations), for four logit scales (line styles). Same weights and inputs for both; lines: geometric mean over inputs and weight draws; bands: one standard deviation of $\\log_{10} r$; values at the float64 rounding floor are left out.", "name": "fig-pure-both"}}
 fig = plots.residual_bands(stack_summary, "normalization", "{}, logit scale {:g}",
@@ -194,7 +194,8 @@ chapter.show(fig, "fig-pure-both", stack_summary)
 
 # %% [markdown]
 # The layer at which the geometric-mean residual ({numref}`fig-pure-both`) first falls below
-# $10^{-8}$, per logit scale and normalization:
+# {glue:text}`ch2_collapsed:g` (chapter 1's threshold of collapse), per logit scale and
+# normalization:
 
 # %%
 reach
@@ -204,7 +205,7 @@ reach
 # scale; Sinkhorn reaches it later at {glue:text}`ch2_sinkhorn_later` of the
 # {glue:text}`ch2_scales` scales and softmax at {glue:text}`ch2_softmax_later` (a description
 # of the geometric means, not a test; see the figure
-# for where the curves part). Every configuration that reaches $10^{-8}$ does so by layer
+# for where the curves part). Every configuration that reaches {glue:text}`ch2_collapsed:g` does so by layer
 # {glue:text}`ch2_latest`; configurations that never reach it: {glue:text}`ch2_never` (a
 # layer mostly at the rounding floor counts as reached). The paper's theorem says Sinkhorn decays doubly
 # exponentially, like softmax, and chapter 3's first-order analysis explains why: for small logits the two

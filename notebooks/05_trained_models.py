@@ -49,7 +49,7 @@ from rankcollapse import plots
 from rankcollapse.experiments import random_vs_trained as rvt
 from rankcollapse.experiments import trained_models as tm
 from rankcollapse.experiments.rank_collapse import log_summary
-from rankcollapse.stats import MARGIN
+from rankcollapse.stats import LEVEL, MARGIN
 
 tasks = settings.tasks
 
@@ -100,8 +100,8 @@ pd.DataFrame([{"task": tm.ROLES[role], "dataset": train.source, "train / test":
 # parameters) and see the training data in the same order. The interval is Student's $t$
 # interval of the mean log ratio over seeds, and with few seeds it is wide: *Sinkhorn keeps
 # more* then needs the seeds' model pairs to agree closely. Each claim is decided by one
-# registered test per task (listed with the claims ledger), whose three intervals hold
-# together at 95%; the layer-by-layer tables and figures are description. Training is cached by a hash of its configuration,
+# registered test per task (listed with the claims ledger), whose intervals hold together
+# at {glue:text}`ch5_level:.0f`%; the layer-by-layer tables and figures are description. Training is cached by a hash of its configuration,
 # data and code: re-executing this chapter reuses the trained models.
 
 # %% tags=["hide-output"]
@@ -148,7 +148,8 @@ relative = log_summary(analysis.hidden, by, value="relative", floor=tm.FLOOR)
 outputs = log_summary(analysis.attention_output, by, floor=tm.FLOOR)
 
 # %% tags=["remove-cell"]
-chapter.glue({"ch5_n_eval": settings.n_eval, "ch5_floor": tm.FLOOR, "ch5_margin": 1 + MARGIN})
+chapter.glue({"ch5_n_eval": settings.n_eval, "ch5_floor": tm.FLOOR, "ch5_margin": 1 + MARGIN,
+              "ch5_level": 100 * LEVEL})
 
 # %% mystnb={"figure": {"caption": "Text task: relative residual of the hidden states (composite norm, token-mean residual, log scale) against depth in the trained softmax (blue) and Sinkhorn (red) models, for the four inference variants, each panel on its own scale. Lines: geometric mean over test inputs and seeds; bands: one standard deviation of $\\log_{10} r$; dotted, where a panel comes near it: the float64 rounding floor. The dataset (a stand-in in the `ci` profile) is named in the table above.", "name": "fig-trained-residual-text"}}
 chapter.show(plots.variant_panels(summary[summary.task == "text"], tm.VARIANTS, TITLES["text"],

@@ -12,6 +12,9 @@ from rankcollapse_book.ledger import (FINDINGS as FINDINGS_PAGE, JSON, PAGE, col
                                       ledger, readable, save_records, write_ledger)
 
 
+RUNS = 200  # simulations per claim's calibration: enough to test, fast to run
+
+
 def result(part, task, found, outcome, number=1.2, low=1.1, high=1.3, units=(3,), sd=(0.1,)):
     return Result(part, task, number, found, outcome, low, high, 0.98, units, 1.5,
                   values=36, sd=sd)
@@ -35,7 +38,7 @@ def records(tmp_path):
 
 def test_every_claim_gets_one_row_and_parts_are_decided_together(tmp_path):
     records(tmp_path)
-    rows = ledger(collect(tmp_path, ["02_two", "05_five"]), "ci")
+    rows = ledger(collect(tmp_path, ["02_two", "05_five"]), "ci", RUNS)
     assert [r["id"] for r in rows] == list(CLAIMS)
     by_id = {r["id"]: r for r in rows}
     c2a = by_id["C2a"]
@@ -54,7 +57,7 @@ def test_every_claim_gets_one_row_and_parts_are_decided_together(tmp_path):
 
 def test_rows_carry_the_test_the_units_power_and_calibration(tmp_path):
     records(tmp_path)
-    row = {r["id"]: r for r in ledger(collect(tmp_path, ["02_two", "05_five"]), "ci")}["C4a"]
+    row = {r["id"]: r for r in ledger(collect(tmp_path, ["02_two", "05_five"]), "ci", RUNS)}["C4a"]
     assert row["primary_test"]["trained models"].startswith("mean log ratio")
     assert row["units"] == {"trained models": "training seed"}
     assert row["detectable_ratio"] == 1.5 and row["family"] == 3
@@ -65,7 +68,7 @@ def test_rows_carry_the_test_the_units_power_and_calibration(tmp_path):
 
 def test_page_findings_and_json_agree(tmp_path):
     records(tmp_path)
-    rows = write_ledger(tmp_path, ["02_two", "05_five"], "ci")
+    rows = write_ledger(tmp_path, ["02_two", "05_five"], "ci", RUNS)
     page = (tmp_path / PAGE).read_text()
     assert "| **C4a** |" in page and "**contradicted**" in page
     assert "{numref}`fig-trained-attention`" in page and "{doc}`chapters/05_five`" in page
@@ -73,6 +76,7 @@ def test_page_findings_and_json_agree(tmp_path):
     assert "| 0.800 (0.700–0.900) | 98% | 3 | 1.50 |" in page
     assert "## The registry" in page and "## How often each rule is wrong" in page
     assert "demonstrate the method at small scale" in page
+    assert "demonstrate the method at small scale" in rows[0]["note"]
     summary = (tmp_path / FINDINGS_PAGE).read_text()
     assert "- **contradicted**: C4a" in summary and "Contradicted (the opposite shown): C4a (" \
         in summary
@@ -93,7 +97,7 @@ def test_numbers_read_as_a_reader_writes_them():
 
 def test_open_questions_have_their_own_table_and_summary_lines(tmp_path):
     records(tmp_path)
-    rows = write_ledger(tmp_path, ["02_two", "05_five"], "ci")
+    rows = write_ledger(tmp_path, ["02_two", "05_five"], "ci", RUNS)
     page = (tmp_path / PAGE).read_text()
     claims_part, rest = page.split("## Questions the paper left open")
     open_part = rest.split("## How often")[0]
@@ -113,4 +117,4 @@ def test_a_record_with_a_misspelt_word_is_refused(tmp_path):
     rows[1]["results"][0]["outcome"] = "Agrees"
     path.write_text(json.dumps(rows))
     with pytest.raises(ValueError, match="unknown outcome"):
-        ledger(collect(tmp_path, ["02_two", "05_five"]), "ci")
+        ledger(collect(tmp_path, ["02_two", "05_five"]), "ci", RUNS)

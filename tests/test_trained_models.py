@@ -167,7 +167,7 @@ def test_early_and_skip_contrasts_decide_c4b_and_c4c():
                           "pure attention (no FFN, no skip)": [0.4] * 4})
     _, _, c4c, _, _ = claims(analysis_of(behind), {"t": "T"}, profile("t"))
     assert c4c.results[0].found == "more" and c4c.results[0].requirement == "less"
-    assert c4c.verdict == "not reproduced" and "Sinkhorn behind there" in c4c.finding
+    assert c4c.verdict == "not reproduced" and "T: Sinkhorn keeps less" in c4c.finding
 
 
 def test_claims_table_counts_layers_tied_at_the_floor():

@@ -38,8 +38,8 @@ import torch
 from .data import record as dataset_record
 from .measures import rounding_floor
 from .profiles import Profile
-from .stats import (DIRECTIONS, MARGIN, MAX_TIED, MIN_UNITS, Estimate, censored_logs,
-                    family_level, found_of, groups_estimate, outcome_of, paired_estimate)
+from .stats import (DIRECTIONS, MARGIN, MIN_UNITS, Estimate, censored_logs, family_level,
+                    found_of, groups_estimate, mostly_at_floor, outcome_of, paired_estimate)
 from .verdicts import (CLAIM_RULE, CLAIM_VERDICTS, COMPARISON_RULE, FINDING_RULE,
                        FINDING_VERDICTS, SHARE, TOLERANCE, Result, claim_verdict,
                        finding_verdict, iterations_verdict, mechanism_verdict)
@@ -142,28 +142,32 @@ class Part:
 
     def selection(self) -> str:
         """The span and variants in words."""
-        where = self.span.words() if self.span else "one value per unit"
         if self.test == "contrast":
-            first = ", ".join(self.variants) if self.variants else ""
-            second = ", ".join(self.against) if self.against else ""
-            return (f"{self.span.words()} {first}".strip() + " against "
-                    + f"{(self.against_span or self.span).words()} {second}".strip())
-        return f"{where}" + (f"; {', '.join(self.variants)}" if self.variants else "")
+            first = " ".join([self.span.words(), ", ".join(self.variants)]).strip()
+            second = " ".join([(self.against_span or self.span).words(),
+                               ", ".join(self.against)]).strip()
+            return f"{first} against {second}"
+        where = self.span.words() if self.span else ONE_VALUE
+        return "; ".join([where, ", ".join(self.variants)]) if self.variants else where
 
     def statement(self) -> str:
         """The primary test in words."""
         if self.test == "check":
             return self.check
-        base = {"paired": "mean log ratio Sinkhorn / softmax per unit, t interval over units",
-                "contrast": "per unit, mean log ratio over the first selection minus that "
-                            "over the second; t interval over units"
-                            + ("; agrees only where Sinkhorn is also shown ahead in the "
-                               "first" if self.requires else ""),
-                "groups": "two independent groups of units, mean log per unit; Welch t "
-                          "interval of the difference",
-                "sequence": "accuracy with k iterations against the most, paired over "
-                            "units, tested from the most iterations down"}[self.test]
-        return base + f"; margin {1 + self.margin:g}"
+        requires = REQUIRES if self.requires else ""
+        return f"{STATEMENTS[self.test]}{requires}; margin {1 + self.margin:g}"
+
+
+STATEMENTS = {  # each kind of test in words (`Part.statement`)
+    "paired": "mean log ratio Sinkhorn / softmax per unit, t interval over units",
+    "contrast": "per unit, mean log ratio over the first selection minus that over the second; "
+                "t interval over units",
+    "groups": "two independent groups of units, mean log per unit; Welch t interval of the "
+              "difference",
+    "sequence": "accuracy with k iterations against the most, paired over units, tested from "
+                "the most iterations down"}
+REQUIRES = "; agrees only where Sinkhorn is also shown ahead in the first"
+ONE_VALUE = "one value per unit"
 
 
 @dataclass(frozen=True)
@@ -370,20 +374,21 @@ def _select(g: pd.DataFrame, variants: tuple[str, ...], span: Span | None) -> pd
 def _scores(g: pd.DataFrame, floor: float) -> tuple[pd.Series, int, int, int]:
     """Per unit, the mean censored log ratio (or mean censored log `value`) over its rows,
     and the counts of values, censored values and ties."""
-    if "value" in g:
-        logs, censored, tied = censored_logs(np.ones(len(g)), g["value"], floor)
-        tied = np.zeros(len(g), bool)
+    if "value" in g:  # one quantity per unit: nothing to tie with
+        logs, censored, _ = censored_logs(np.ones(len(g)), g["value"], floor)
+        ties = 0
     else:
         logs, censored, tied = censored_logs(g["softmax"], g["sinkhorn"], floor)
+        ties = int(tied.sum())
     scores = pd.Series(logs, index=g.index).groupby(g["unit"]).mean()
-    return scores, len(g), int(censored.sum()), int(tied.sum())
+    return scores, len(g), int(censored.sum()), ties
 
 
 def _result(part: Part, task: str, estimate: Estimate | None, level: float, values: int,
             censored: int, tied: int, sd: tuple[float, ...],
             requirement: str | None = None, units: tuple[int, ...] = ()) -> Result:
     direction = part.direction
-    if estimate is None or tied > MAX_TIED * values:
+    if estimate is None or mostly_at_floor(tied, values):
         return Result(part.name, task, None if estimate is None else math.exp(
             estimate.log_ratio), "undecided", "undecided", level=level,
             units=estimate.units if estimate else units, values=values,
@@ -578,14 +583,14 @@ def rows(profile: Profile) -> list[dict]:
             if p is None:
                 table.append({"id": r.id, "claim": r.claim, "part": "–", "quantity": "–",
                               "where": "–", "unit": "–", "direction": "–", "test":
-                              f"not tested: {r.untested}", "tasks": "–", "family": "–"})
+                              f"not tested: {r.untested}", "tasks": (), "family": "–"})
                 continue
             tasks = tasks_of(p, profile)
             table.append({
                 "id": r.id, "claim": r.claim, "part": p.name, "quantity": p.quantity,
                 "where": p.selection() if p.test != "check" else "–", "unit": p.unit or "–",
                 "direction": DIRECTION_WORDS[p.direction], "test": p.statement(),
-                "tasks": ", ".join(tasks),
+                "tasks": tasks,
                 "family": "–" if p.test == "check" else str(
                     len(tasks) if r.rule == "iterations" else family(r.id, profile))})
     return table

@@ -66,15 +66,26 @@ WORDS = {"more": "Sinkhorn keeps more", "less": "Sinkhorn keeps less", "parity":
          "not less": "no Sinkhorn deficit of the margin's size", "undecided": "undecided"}
 
 
+def floats(x) -> np.ndarray:
+    """`x` as an array of floats."""
+    return np.asarray(x, dtype=float)
+
+
 def significant(x: float) -> str:
     """Three significant digits for prose: 0.909, 1.00, 555, 1530, 2.5e-07."""
-    if x != x or x in (float("inf"), float("-inf")) or x == 0:
+    if not math.isfinite(x) or x == 0:
         return f"{x:g}"
     if 1e3 <= abs(x) < 1e4:
         return f"{x:.0f}"
     if 1e-3 <= abs(x) < 1e3:
         return f"{x:#.3g}".rstrip(".")
     return f"{x:.2g}"
+
+
+def mostly_at_floor(at_floor, total):
+    """Whether more than `MAX_TIED` of `total` values (or pairs) are at the rounding floor:
+    then they say nothing beyond "zero to machine precision" (numbers or arrays)."""
+    return np.asarray(at_floor) > MAX_TIED * np.asarray(total)
 
 
 def family_level(family: int, level: float = LEVEL) -> float:
@@ -147,7 +158,7 @@ class Estimate:
 
 def paired_estimate(logs) -> Estimate:
     """The mean of per-unit log ratios with its standard error (n - 1 degrees of freedom)."""
-    logs = np.asarray(logs, float)
+    logs = floats(logs)
     if logs.ndim != 1 or len(logs) < MIN_UNITS or not np.isfinite(logs).all():
         raise ValueError(f"a paired estimate needs at least {MIN_UNITS} finite per-unit log "
                          f"ratios; got {logs.tolist()}")
@@ -158,7 +169,7 @@ def paired_estimate(logs) -> Estimate:
 def groups_estimate(reference, other) -> Estimate:
     """The difference of the mean logs `other` - `reference` of two independent groups, with
     Welch's standard error and degrees of freedom (rounded down)."""
-    groups = [np.asarray(g, float) for g in (reference, other)]
+    groups = [floats(g) for g in (reference, other)]
     if any(g.ndim != 1 or len(g) < MIN_UNITS or not np.isfinite(g).all() for g in groups):
         raise ValueError(f"each group needs at least {MIN_UNITS} finite values; got sizes "
                          f"{[g.size for g in groups]}")
@@ -213,7 +224,7 @@ def censored_logs(softmax, sinkhorn, floor: float) -> tuple[np.ndarray, np.ndarr
     """Per pair, log(Sinkhorn / softmax) with values at or below `floor` entered as the floor
     (censored: "at most this"), whether either side was censored, and whether both were
     (a tie at the floor). Values must be non-negative and finite."""
-    a, b = np.asarray(softmax, float), np.asarray(sinkhorn, float)
+    a, b = floats(softmax), floats(sinkhorn)
     if a.shape != b.shape:
         raise ValueError(f"paired values need equal shapes; got {a.shape} and {b.shape}")
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
@@ -251,23 +262,22 @@ class Comparison:
     detectable: float
 
     def summary(self, unit: str = "units", words: dict[str, str] | None = None) -> str:
-        """'Sinkhorn keeps more (ratio 1.32, 95% interval 1.10-1.58, 8 units)': the result
+        """'Sinkhorn keeps more (ratio 1.32, 95% interval 1.10–1.58, 8 units)': the result
         in `words` (default `WORDS`), the units named `unit`."""
         said = (words or WORDS)[self.found]
         if not np.isfinite(self.low):
             why = "mostly tied at the rounding floor" if self.tied else "too few"
             return f"{said} ({self.units} {unit}, {why}: no interval)"
         censored = f", {self.censored} at the rounding floor" if self.censored else ""
-        return (f"{said} (ratio {significant(self.ratio)}, {self.level:.4g} interval "
+        return (f"{said} (ratio {significant(self.ratio)}, {100 * self.level:.3g}% interval "
                 f"{significant(self.low)}–{significant(self.high)}, {self.units} {unit}"
-                f"{censored})").replace(f"{self.level:.4g} interval",
-                                        f"{100 * self.level:.3g}% interval")
+                f"{censored})")
 
 
 def _comparison(estimate: Estimate | None, level: float, margin: float, direction: str,
                 units: int, censored: int, tied: int, values: int) -> Comparison:
-    nan = float("nan")
-    if estimate is None or tied > MAX_TIED * values:
+    nan = math.nan
+    if estimate is None or mostly_at_floor(tied, values):
         ratio = math.exp(estimate.log_ratio) if estimate else nan
         return Comparison(ratio, nan, nan, level, units, censored, tied, margin, "undecided",
                           nan)
@@ -283,7 +293,7 @@ def compare(softmax, sinkhorn, *, margin: float = MARGIN, floor: float = 0.0,
 
     Values at or below `floor` are censored (see the module docstring); `direction` only
     sets how `detectable` is stated (a difference, or parity)."""
-    a, b = np.asarray(softmax, float), np.asarray(sinkhorn, float)
+    a, b = floats(softmax), floats(sinkhorn)
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError(f"paired comparisons need two 1-D arrays of equal length; got shapes "
                          f"{a.shape} and {b.shape}")
@@ -299,7 +309,7 @@ def compare_groups(reference, other, *, margin: float = MARGIN, floor: float = 0
     against trained models, say): the ratio of geometric means `other` / `reference` with
     Welch's t interval; values at or below `floor` are censored at it. `units` counts the
     smaller group; 'more' means `other` is the larger."""
-    groups = [np.asarray(v, float) for v in (reference, other)]
+    groups = [floats(v) for v in (reference, other)]
     if any(g.ndim != 1 for g in groups):
         raise ValueError("compare_groups needs two 1-D arrays")
     logs = [censored_logs(np.ones_like(g), g, floor) for g in groups]
@@ -353,7 +363,7 @@ def compare_table(table: pd.DataFrame, unit: str | list[str], by: list[str] | No
 
 def loglog_slope(x, y) -> float:
     """Least-squares slope of log y against log x (at least two distinct x)."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
+    x, y = floats(x), floats(y)
     if len(np.unique(x)) < 2 or x.shape != y.shape:
         raise ValueError(f"a slope needs at least two distinct x values and as many y; got "
                          f"x={x.tolist()}, y={y.tolist()}")
@@ -365,10 +375,10 @@ def growth_factor(layers, lost) -> float:
     -log10 r): exp of the least-squares slope of log(lost) against the layer index, over the
     positive finite values. Constant under doubly exponential decay (3 under the cubic law);
     NaN with fewer than two such values."""
-    layers, lost = np.asarray(layers, float), np.asarray(lost, float)
+    layers, lost = floats(layers), floats(lost)
     keep = np.isfinite(lost) & (lost > 0)
     if keep.sum() < 2:
-        return float("nan")
+        return math.nan
     return float(np.exp(np.polyfit(layers[keep], np.log(lost[keep]), 1)[0]))
 
 

@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .stats import (FOUND, LEVEL, MARGIN, MAX_TIED, MIN_UNITS, POWER, WORDS, family_level,
-                    found_of, groups_estimate, outcome_of, paired_estimate, significant)
+from .stats import (FOUND, LEVEL, MARGIN, MIN_UNITS, POWER, WORDS, family_level, found_of,
+                    groups_estimate, mostly_at_floor, outcome_of, paired_estimate, significant)
 
 CLAIM_VERDICTS = ("reproduced", "partly reproduced", "not reproduced", "contradicted",
                   "undecided", "not testable here")
@@ -31,6 +31,7 @@ FINDING_VERDICTS = ("Sinkhorn higher", "Sinkhorn lower", "Sinkhorn higher in par
                     "all iterations needed", "undecided", "not testable here")
 SHARE = 0.99  # a check over many matrices passes when at least this share passes
 TOLERANCE = 1e-6  # the marginal error below which attention counts as doubly stochastic
+LEARNED = 0.1  # a model learned its task when it beats chance by more than this accuracy
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,13 @@ def check_result(part: str, task: str, number: float | None, holds: bool | None,
     found = {True: "passes", False: "fails", None: "not checked"}[holds]
     outcome = {True: "agrees", False: "against", None: "untested"}[holds]
     return Result(part, task, number, found, outcome, bound=bound)
+
+
+def marginal_check(part: str, task: str, q99: float) -> Result:
+    """C2a's check, the same on random and on trained logits: the `SHARE` quantile of the
+    row error after 50 iterations is below `TOLERANCE` (at least that share of the
+    matrices is doubly stochastic to that tolerance)."""
+    return check_result(part, task, q99, q99 < TOLERANCE)
 
 
 def claim_verdict(outcomes: list[str]) -> str:
@@ -207,18 +215,19 @@ FINDING_RULE = (
     "50 down.")
 
 
-def result_words(r: Result, unit: str = "seeds") -> str:
-    """'1.32 (98.3% interval 1.10–1.58, 5 seeds; detectable 1.45)' for a test; the value
-    for a check."""
+def result_words(r: Result, unit: str | tuple[str, str] = "seeds") -> str:
+    """'1.32 (98.3% interval 1.10–1.58, 5 seeds; detectable 1.45)' for a test (for two
+    groups, `unit` names each: '3 seeds and 12 pools'); the value for a check."""
     if r.number is None or not math.isfinite(r.number):
         return "no estimate"
     if r.low is None or not math.isfinite(r.low):
         return f"{r.bound}{significant(r.number)}"
-    units = "+".join(map(str, r.units))
+    names = (unit,) * len(r.units) if isinstance(unit, str) else unit
+    units = " and ".join(f"{n} {name}" for n, name in zip(r.units, names))
     detect = (f"; detectable {significant(r.detectable)}"
               if r.detectable is not None and math.isfinite(r.detectable) else "")
     return (f"{significant(r.number)} ({100 * r.level:.3g}% interval {significant(r.low)}–"
-            f"{significant(r.high)}, {units} {unit}{detect})")
+            f"{significant(r.high)}, {units}{detect})")
 
 
 # ----------------------------------------------------------------------------- calibration
@@ -292,11 +301,19 @@ def calibration(results: list[Result], direction: str, family: int, runs: int = 
                        float(np.mean([v == "reproduced" for v in alt])), runs)
 
 
+def comparative(larger: str, smaller: str) -> dict[str, str]:
+    """What each result found, in words for a quantity other than rank: ('larger',
+    'smaller') -> 'Sinkhorn larger', 'Sinkhorn not larger by the margin', ..."""
+    return {"more": f"Sinkhorn {larger}", "less": f"Sinkhorn {smaller}",
+            "not more": f"Sinkhorn not {larger} by the margin",
+            "not less": f"Sinkhorn not {smaller} by the margin"}
+
+
 CHECK_WORDS = {"passes": "the check passes", "fails": "the check fails",
                "not checked": "not checked on this run"}
 
 
-def results_sentence(results: list[Result], unit: str = "seeds",
+def results_sentence(results: list[Result], unit: str | tuple[str, str] = "seeds",
                      words: dict[str, str] | None = None) -> str:
     """Each result in one clause: 'text: Sinkhorn keeps more, ratio 1.32 (98.3% interval
     1.10–1.58, 5 seeds; detectable 1.45); mnist: ...'. `words` name what each result found
@@ -304,8 +321,7 @@ def results_sentence(results: list[Result], unit: str = "seeds",
     said = {**WORDS, **CHECK_WORDS, **(words or {})}
     clauses = []
     for r in results:
-        why = " (mostly tied at the rounding floor)" if r.tied > MAX_TIED * max(r.values, 1) \
-            else ""
+        why = " (mostly tied at the rounding floor)" if mostly_at_floor(r.tied, r.values) else ""
         where = f"{r.task}" + (f", {r.at:g}" if r.at is not None else "")
         value = (f"ratio {result_words(r, unit)}" if r.units
                  else f"value {result_words(r, unit)}")

@@ -18,9 +18,10 @@ import math
 from pathlib import Path
 
 from rankcollapse import registry
+from rankcollapse.experiments.trained_models import ROLES
 from rankcollapse.files import atomic_write_text
 from rankcollapse.profiles import get_profile
-from rankcollapse.stats import LEVEL, MAX_TIED, POWER, significant
+from rankcollapse.stats import LEVEL, POWER, mostly_at_floor, significant
 from rankcollapse.verdicts import (CLAIM_RULE, CLAIM_VERDICTS, COMPARISON_RULE, FINDING_RULE,
                                    Result, calibration)
 
@@ -30,6 +31,9 @@ NOT_RUN = "the chapter that decides it did not run in this build"
 SYNTHETIC = "random weights, inputs and logits"  # what chapters without datasets compute on
 CALIBRATION_RUNS = 1000  # simulated repetitions of each claim's design
 EFFECT = 1.5  # the effect at which the ledger states power
+DEMONSTRATION = ("the {profile} profile trains small models on stand-in data with few seeds: "
+                 "its verdicts demonstrate the method at small scale and are not a test of the "
+                 "paper's experiment, which the full profile runs at the paper's sizes")
 
 
 def save_records(root: Path, chapter: str, profile: str, rows: list[dict],
@@ -61,7 +65,7 @@ def _direction(claim_id: str) -> str:
     return directions.pop() if len(directions) == 1 else ""
 
 
-def ledger(rows: list[dict], profile: str) -> list[dict]:
+def ledger(rows: list[dict], profile: str, runs: int = CALIBRATION_RUNS) -> list[dict]:
     """One row per claim of `registry.CLAIMS`, in its order: the results of every chapter's
     parts merged and decided again by `registry.decide`; findings, chapters and figures
     joined; the primary tests and units from the registry; the detectable ratio (the largest
@@ -77,7 +81,7 @@ def ledger(rows: list[dict], profile: str) -> list[dict]:
                       if r.detectable is not None and math.isfinite(r.detectable)]
         direction = _direction(claim_id)
         calibrated = (calibration(tests, direction, registry.family(claim_id, settings),
-                                  CALIBRATION_RUNS, effect=EFFECT)
+                                  runs, effect=EFFECT)
                       if tests and not entry.finding else None)
         single = results[0] if len(results) == 1 else None
         merged.append({
@@ -102,7 +106,8 @@ def ledger(rows: list[dict], profile: str) -> list[dict]:
                                               if f.strip())) or None,
             "chapter": ", ".join(dict.fromkeys(p["chapter"] for p in parts)) or None,
             "data": "; ".join(dict.fromkeys(p.get("data") or SYNTHETIC for p in parts)) or None,
-            "profile": profile})
+            "profile": profile,
+            "note": DEMONSTRATION.format(profile=profile) if profile != "full" else None})
     return merged
 
 
@@ -112,7 +117,7 @@ SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 def readable(x: float) -> str:
     """A number for a reader: three significant digits, and powers of ten written out
     (1.2×10⁻⁷, not 1.2e-07) outside 0.001–10000."""
-    if x != x or x in (float("inf"), float("-inf")):
+    if not math.isfinite(x):
         return str(x)
     if x == 0 or (float(x).is_integer() and abs(x) < 1e4):
         return f"{int(x)}"
@@ -151,41 +156,89 @@ def _shown(row: dict) -> str:
     return "; ".join(part for part in (", ".join(figures), ", ".join(chapters)) if part) or "–"
 
 
+# The page's text: templates filled by `page` and `findings` (prose, not logic).
+TABLE_HEAD = ("| id | claim, part and task | verdict / what the test found | estimate (interval) "
+              "| level | units | detectable | shown in |\n|---|---|---|---|---|---|---|---|")
+CALIBRATION_HEAD = ("| id | direction | tests | each test's level | finds the paper's result "
+                    "where it is false | finds it on some task | on every task |\n"
+                    "|---|---|---|---|---|---|---|")
+REGISTRY_HEAD = ("| id | part | quantity | layers, depths, variants | unit | direction | "
+                 "primary test | tasks | family |\n|---|---|---|---|---|---|---|---|---|")
+REGISTRY_COLUMNS = ("id", "part", "quantity", "where", "unit", "direction", "test", "tasks",
+                    "family")
+TIED = " (mostly tied at the floor)"
+POWER_AT = {True: "at a 1.5× effect", False: "where the true ratio is 1"}
+PAGE_INTRO = (
+    "Every claim of the paper, its verdict on this build, the primary tests that decided it "
+    "and where it is shown. The verdicts are computed from the run's numbers by the rules "
+    "below, from tests registered in the library before anything ran (the registry is "
+    "printed at the end of this page); nothing here is typed by hand. Each claim's row is "
+    "followed by one row per test: the task and part of the claim it tests, what its "
+    "interval found, the estimate with its interval (for a check, the checked value; ≤ marks "
+    "a value at the rounding floor, which is at most that), the interval's level (the "
+    "intervals of one claim hold together at {level:.0%}), the independent units (one count "
+    "per group for two groups) and the smallest effect the test could have detected with "
+    "{power:.0%} power (for a test of parity: the narrowest margin it could have shown). The "
+    "same rows are in `{json}` beside this page.")
+QUESTIONS_INTRO = (
+    "The paper leaves some questions open or names them as future work (C10). The book "
+    "answers them with its own experiments; their verdicts say what was found, not whether a "
+    "claim of the paper held.")
+CALIBRATION_INTRO = (
+    "Each claim's rule was run on simulated repetitions of this build's own design ({runs} "
+    "each: the same tasks, units and observed spread of the per-unit scores, decided by the "
+    "same code): how often it finds the paper's result (reproduced or partly reproduced) "
+    "where that result is false, at the boundary (no difference for a claimed difference, a "
+    "ratio at the margin for a claimed parity or absence of an advantage), and how often it "
+    "finds it where it holds. The first should be at most {alpha:.0%}. (A test that "
+    "presupposes an advantage is simulated without that condition, which can only raise the "
+    "first rate.)")
+REGISTRY_INTRO = (
+    "The primary test of every claim and question, as the library declares it "
+    "(`rankcollapse.registry`); $L$ is the depth of the model or stack, the family the number "
+    "of tests whose intervals hold together.")
+FINDINGS_INTRO = ("On this build (profile `{profile}`), of the paper's {count} claims (as its "
+                  "public summaries state them):")
+FINDINGS_SAID = {"contradicted": "Contradicted (the opposite shown): ",
+                 "not reproduced": "Not reproduced (decided against the paper without the "
+                                   "opposite): ",
+                 "undecided": "Undecided (this run could not tell): "}
+DETECTABLE = "{id} (smallest ratio detectable {ratio})"
+ALL_REPRODUCED = "Every claim that could be tested here was reproduced, at least in part."
+SEE_LEDGER = "Each verdict, its tests and its figure are in the {doc}`claims`."
+QUESTIONS_FOUND = "On the questions the paper left open, the book's own experiments found:"
+
+
+def _result_row(r: dict) -> str:
+    tests = bool(r["units"])
+    units = "+".join(map(str, r["units"])) if tests else "–"
+    detect = readable(r["detectable"]) if tests and r["detectable"] is not None else "–"
+    level = f"{100 * r['level']:.3g}%" if tests and r["level"] else "–"
+    at = f", {r['at']:g}" if r.get("at") is not None else ""
+    tied = TIED if mostly_at_floor(r["tied"], r["values"]) else ""
+    return (f"| | {_cell(r['part'])}: {_cell(r['task'])}{at} | {FOUND_WORDS[r['found']]}{tied} "
+            f"| {_estimate(r)} | {level} | {units} | {detect} | |")
+
+
 def _table(rows: list[dict]) -> list[str]:
     """Ledger rows as one wide Markdown table (the page's `ledger` style): a row per claim,
     then one per primary test (task of a part) under it."""
-    lines = [":::{div} ledger",
-             "| id | claim, part and task | verdict / what the test found | estimate "
-             "(interval) | level | units | detectable | shown in |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [":::{div} ledger", TABLE_HEAD]
     for row in rows:
         lines.append(f"| **{row['id']}** | {_cell(row['claim'])} | **{row['verdict']}** | | | | "
                      f"| {_shown(row)} |")
-        for r in row["results"]:
-            units = "+".join(map(str, r["units"])) if r["units"] else "–"
-            detect = readable(r["detectable"]) if r["detectable"] is not None and \
-                math.isfinite(r["detectable"]) else "–"
-            level = f"{100 * r['level']:.3g}%" if r["level"] and r["units"] else "–"
-            at = f", {r['at']:g}" if r.get("at") is not None else ""
-            tied = (" (mostly tied at the floor)" if r["tied"] > MAX_TIED * max(r["values"], 1)
-                    else "")
-            lines.append(f"| | {_cell(r['part'])}: {_cell(r['task'])}{at} | "
-                         f"{FOUND_WORDS[r['found']]}{tied} | {_estimate(r)} | {level} | "
-                         f"{units} | {detect} | |")
+        lines += [_result_row(r) for r in row["results"]]
     return lines + [":::", ""]
 
 
 def _calibration_table(rows: list[dict]) -> list[str]:
-    lines = [":::{div} ledger", "| id | direction | tests | each test's level | finds the "
-             "paper's result where it is false | finds it on some task | on every task |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [":::{div} ledger", CALIBRATION_HEAD]
     for row in rows:
         c = row["calibration"]
         if not c:
             continue
         tests = sum(1 for r in row["results"] if r["units"])
-        what = ("at a 1.5× effect" if row["direction"] in ("more", "less")
-                else "where the true ratio is 1")
+        what = POWER_AT[row["direction"] in ("more", "less")]
         level = registry.family_level_words(row["family"])
         lines.append(f"| {row['id']} | {registry.DIRECTION_WORDS[row['direction']]} | {tests} | "
                      f"{level} | {c['false_rate']:.1%} | {c['power']:.0%} {what} | "
@@ -194,59 +247,28 @@ def _calibration_table(rows: list[dict]) -> list[str]:
 
 
 def _registry_table(profile: str) -> list[str]:
-    lines = [":::{div} ledger", "| id | part | quantity | layers, depths, variants | unit | "
-             "direction | primary test | tasks | family |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [":::{div} ledger", REGISTRY_HEAD]
     for r in registry.rows(get_profile(profile)):
-        lines.append("| " + " | ".join(_cell(r[k]) for k in (
-            "id", "part", "quantity", "where", "unit", "direction", "test", "tasks", "family"))
-            + " |")
+        r = {**r, "tasks": ", ".join(ROLES.get(t, t) for t in r["tasks"]) or "–"}
+        lines.append("| " + " | ".join(_cell(r[k]) for k in REGISTRY_COLUMNS) + " |")
     return lines + [":::", ""]
 
 
-def page(rows: list[dict], profile: str) -> str:
+def page(rows: list[dict], profile: str, runs: int = CALIBRATION_RUNS) -> str:
     """The Claims page (MyST markdown)."""
     claims = [r for r in rows if r["id"] not in registry.FINDINGS]
     questions = [r for r in rows if r["id"] in registry.FINDINGS]
+    note = f" Note: {DEMONSTRATION.format(profile=f'`{profile}`')}." if profile != "full" else ""
     lines = ["---", "html_theme.sidebar_secondary.remove: true", "---", "",  # a wide table
-             "# Claims ledger", "",
-             "Every claim of the paper, its verdict on this build, the primary tests that "
-             "decided it and where it is shown. The verdicts are computed from the run's "
-             "numbers by the rules below, from tests registered in the library before "
-             "anything ran (the registry is printed at the end of this page); nothing here "
-             "is typed by hand. Each claim's row is followed by one row per test: the task "
-             "and part of the claim it tests, what its interval found, the estimate with "
-             "its interval (for a check, the checked value; ≤ marks a value at the rounding "
-             "floor, which is at most that), the interval's level (the intervals of one "
-             "claim hold together at "
-             f"{LEVEL:.0%}), the independent units (one count per group for two groups) and "
-             f"the smallest effect the test could have detected with {POWER:.0%} power (for "
-             "a test of parity: the narrowest margin it could have shown). "
-             f"The same rows are in `{JSON}` beside this page.", "",
-             f"Profile of this build: `{profile}`."
-             + (" Its models are small and trained on stand-in data, with few training "
-                "seeds: its verdicts demonstrate the method at small scale and are not a test "
-                "of the paper's experiment, which the `full` profile runs at the paper's "
-                "sizes." if profile != "full" else ""), "",
+             "# Claims ledger", "", PAGE_INTRO.format(level=LEVEL, power=POWER, json=JSON), "",
+             f"Profile of this build: `{profile}`.{note}", "",
              "## How a claim is decided", "", COMPARISON_RULE, "", CLAIM_RULE, "",
              FINDING_RULE, "", "## The paper's claims", "", *_table(claims),
-             "## Questions the paper left open", "",
-             "The paper leaves some questions open or names them as future work (C10). The "
-             "book answers them with its own experiments; their verdicts say what was found, "
-             "not whether a claim of the paper held.", "", *_table(questions),
+             "## Questions the paper left open", "", QUESTIONS_INTRO, "", *_table(questions),
              "## How often each rule is wrong", "",
-             "Each claim's rule was run on simulated repetitions of this build's own design "
-             f"({CALIBRATION_RUNS} each: the same tasks, units and observed spread of the "
-             "per-unit scores, decided by the same code): how often it finds the paper's "
-             "result (reproduced or partly reproduced) where that result is false, at the "
-             "boundary (no difference for a claimed difference, a ratio at the margin for a "
-             "claimed parity or absence of an advantage), and how often it finds it where it "
-             "holds. The first should be at most 5%. (A test that presupposes an advantage is "
-             "simulated without that condition, which can only raise the first rate.)", "", *_calibration_table(claims),
-             "## The registry", "",
-             "The primary test of every claim and question, as the library declares it "
-             "(`rankcollapse.registry`); $L$ is the depth of the model or stack, the family "
-             "the number of tests whose intervals hold together.", "",
-             *_registry_table(profile),
+             CALIBRATION_INTRO.format(runs=runs, alpha=1 - LEVEL), "",
+             *_calibration_table(claims),
+             "## The registry", "", REGISTRY_INTRO, "", *_registry_table(profile),
              "## Findings, claim by claim", ""]
     lines += [f"- **{r['id']}** ({r['verdict']}): {' '.join(r['finding'].split())}"
               for r in rows]
@@ -258,45 +280,34 @@ def findings(rows: list[dict], profile: str) -> str:
     reproduced and what could not be decided (with the smallest effect each could have
     detected), and what the book's own experiments found on the questions the paper left
     open."""
-    claims = [r for r in rows if r["verdict"] in CLAIM_VERDICTS and r["id"] not in
-              registry.FINDINGS]
+    claims = [r for r in rows if r["id"] not in registry.FINDINGS]
     open_rows = [r for r in rows if r["id"] in registry.FINDINGS
                  and r["verdict"] != "not testable here"]
-    by = {v: [r["id"] for r in claims if r["verdict"] == v] for v in CLAIM_VERDICTS}
-    text = {r["id"]: r for r in rows}
-    lines = [f"On this build (profile `{profile}`), of the paper's {len(claims)} claims (as its "
-             "public summaries state them):", ""]
-    lines += [f"- **{v}**: {', '.join(ids)}" for v, ids in by.items() if ids]
-    said = []
-    for verdict, why in (("contradicted", "the opposite shown"),
-                         ("not reproduced", "decided against the paper without the opposite")):
-        if by[verdict]:
-            said.append(f"{verdict.capitalize()} ({why}): "
-                        + "; ".join(f"{i} ({text[i]['claim']})" for i in by[verdict]) + ".")
+    by = {v: [r for r in claims if r["verdict"] == v] for v in CLAIM_VERDICTS}
+    lines = [FINDINGS_INTRO.format(profile=profile, count=len(claims)), ""]
+    lines += [f"- **{v}**: {', '.join(r['id'] for r in these)}" for v, these in by.items()
+              if these]
+    said = [FINDINGS_SAID[v] + "; ".join(f"{r['id']} ({r['claim']})" for r in by[v]) + "."
+            for v in ("contradicted", "not reproduced") if by[v]]
     if by["undecided"]:
-        said.append("Undecided (this run could not tell): " + "; ".join(
-            f"{i} (smallest ratio detectable {readable(text[i]['detectable_ratio'])})"
-            if text[i]["detectable_ratio"] else i for i in by["undecided"]) + ".")
-    lines += ["", " ".join(said) if said else "Every claim that could be tested here was "
-              "reproduced, at least in part.",
-              "Each verdict, its tests and its figure are in the {doc}`claims`."]
+        said.append(FINDINGS_SAID["undecided"] + "; ".join(
+            DETECTABLE.format(id=r["id"], ratio=readable(r["detectable_ratio"]))
+            if r["detectable_ratio"] else r["id"] for r in by["undecided"]) + ".")
+    lines += ["", " ".join(said) or ALL_REPRODUCED, SEE_LEDGER]
     if profile != "full":
-        lines += ["", f"The `{profile}` profile trains small models on stand-in datasets with "
-                  "few seeds: its verdicts on trained models are a demonstration of the "
-                  "method at small scale, not a test of the paper's experiment, which the "
-                  "`full` profile runs at the paper's sizes."]
+        lines += ["", DEMONSTRATION.format(profile=f"`{profile}`").capitalize() + "."]
     if open_rows:
-        lines += ["", "On the questions the paper left open, the book's own experiments found:",
-                  ""]
+        lines += ["", QUESTIONS_FOUND, ""]
         lines += [f"- **{r['id']}**, {r['claim']}: **{r['verdict']}**" for r in open_rows]
     return "\n".join(lines) + "\n"
 
 
-def write_ledger(root: Path, chapters: list[str], profile: str) -> list[dict]:
+def write_ledger(root: Path, chapters: list[str], profile: str,
+                 runs: int = CALIBRATION_RUNS) -> list[dict]:
     """Write the Claims page, the findings summary and claims.json (in `book/`, for `build`
-    to copy); returns the rows."""
-    rows = ledger(collect(root, chapters), profile)
-    atomic_write_text(root / PAGE, page(rows, profile))
+    to copy), each claim's rule calibrated on `runs` simulations; returns the rows."""
+    rows = ledger(collect(root, chapters), profile, runs)
+    atomic_write_text(root / PAGE, page(rows, profile, runs))
     atomic_write_text(root / FINDINGS, findings(rows, profile))
     atomic_write_text(root / "book" / JSON, json.dumps(rows, indent=1))
     return rows

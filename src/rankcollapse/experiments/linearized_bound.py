@@ -186,8 +186,9 @@ def claims(cubic: dict[str, float], bound: tuple[bool, int, int, float], sweep: 
                  "constant is unconfirmed.", figure="fig-cubic"),
         Claim.of("C3b", [check_result("random pure stack", "every layer above the floor",
                                       slack, bound_holds if enough else None)],
-                 "The measured residual stays below the first-order $L$-layer bound at every "
-                 f"layer above the rounding floor ({precision}): "
+                 "The measured residual stays below the first-order $L$-layer bound (this "
+                 "book's derivation, one head per layer; the paper's constant is unconfirmed) "
+                 f"at every layer above the rounding floor ({precision}): "
                  f"{'yes' if bound_holds else 'no'} ({points} points, layers 1–{deepest}; "
                  f"smallest bound / measured {slack:.3g})."
                  + (grown if enough else

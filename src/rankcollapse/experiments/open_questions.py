@@ -39,7 +39,7 @@ from ..registry import (ACCURACY_MARGIN, ITERATIONS, Claim, run, run_sequence,
                         size_scale_label)
 from ..stats import WORDS, compare_groups, compare_table, describe, family_level, significant, \
     unit_values
-from ..verdicts import Result, iterations_verdict, results_sentence
+from ..verdicts import LEARNED, Result, comparative, iterations_verdict, results_sentence
 from ..plots import display
 from ..timing import interleaved_times
 from ..training import TrainResult, evaluate, train
@@ -148,9 +148,9 @@ def scratch_claim(accuracy: pd.DataFrame, residuals: pd.DataFrame, contrast: pd.
     mean = accuracy.groupby(["task", "variant", "training", "normalization"],
                             sort=False)["accuracy"].mean()
     scratch_acc = accuracy[accuracy["training"] == "from scratch"]
-    failed = scratch_acc[scratch_acc["accuracy"] < scratch_acc["task"].map(chance) + 0.1]
-    parts = ["Every model trained pure beats chance by more than 0.1." if failed.empty else
-             "Models trained pure within 0.1 of chance (they did not learn): "
+    failed = scratch_acc[scratch_acc["accuracy"] < scratch_acc["task"].map(chance) + LEARNED]
+    parts = [f"Every model trained pure beats chance by more than {LEARNED:g}." if failed.empty
+             else f"Models trained pure within {LEARNED:g} of chance (they did not learn): "
              + "; ".join(f"{titles[r.task]}, {r.variant}, {display(r.normalization)}, seed "
                          f"{r.seed} ({r.accuracy:.3f})" for r in failed.itertuples()) + "."]
     trained_pure = residuals[residuals["training"] == "from scratch"]
@@ -259,10 +259,6 @@ def mechanism_claims(paths: pd.DataFrame, titles: dict[str, str], profile: Profi
     data = mechanism_data(paths)
     b2 = run("B2", "trained models", data, profile, titles)
     c6d = run("C6d", "trained models, correlation broken", data, profile, titles)
-    ahead = {"more": "Sinkhorn ahead with one input", "less": "Sinkhorn behind with one input",
-             "parity": "parity with one input", "undecided": "undecided with one input",
-             "not more": "Sinkhorn not ahead by the margin with one input",
-             "not less": "Sinkhorn not behind by the margin with one input"}
     words = {"more": "the advantage shrinks", "less": "the advantage grows",
              "parity": "the advantage stays", "not more": "no shrinkage of the margin's size"}
 
@@ -270,7 +266,8 @@ def mechanism_claims(paths: pd.DataFrame, titles: dict[str, str], profile: Profi
         return (f"Path products of depths 2–L, the ratio Sinkhorn / softmax with one input "
                 "divided by that with the inputs mixed (above 1: the advantage shrinks when "
                 "the correlation is broken): " + results_sentence(results, "seeds", words)
-                + " " + " ".join(f"({r.task}: {ahead[r.requirement]}.)" for r in results))
+                + " Whether Sinkhorn is ahead with one input at all (the condition): "
+                + "; ".join(f"{r.task}: {WORDS[r.requirement]}" for r in results) + ".")
 
     return (Claim.of("B2", b2, finding(b2), figure="fig-mechanism"),
             Claim.of("C6d", c6d, "Trained models: " + finding(c6d), figure="fig-mechanism"))
@@ -533,7 +530,7 @@ def lipschitz_claim(random: pd.DataFrame, trained: pd.DataFrame, sensitive: pd.D
     weight draws, per n and logit scale) and of trained layers (units: training seeds), the
     registered tests that decide the verdict; and the sensitivity of trained models (units:
     training seeds), description beside it."""
-    words = {"more": "Sinkhorn larger", "less": "Sinkhorn smaller"}
+    words = comparative("larger", "smaller")
     wide = unit_values(random, "draw", ["n", "logit_std"], "lipschitz")
     rand = run("C10", "random layers", wide.assign(task=[
         size_scale_label(n, s) for n, s in zip(wide["n"], wide["logit_std"])]).rename(
@@ -547,7 +544,7 @@ def lipschitz_claim(random: pd.DataFrame, trained: pd.DataFrame, sensitive: pd.D
              "(The sensitivities below are averages over random directions, not Lipschitz "
              "constants, and do not enter the verdict.)"]
     parts += [f"Sensitivity of the trained models to their input, {titles[r.task]}: "
-              f"{words.get(r.verdict, WORDS[r.verdict])} (ratio {significant(r.ratio)}, "
+              f"{({**WORDS, **words})[r.verdict]} (ratio {significant(r.ratio)}, "
               f"{100 * r.level:.3g}% interval {significant(r.low)}–{significant(r.high)}, "
               f"{r.units} seeds)." for r in sens.itertuples()]
     return Claim.of("C10", rand + layers, " ".join(parts), figure="fig-lipschitz")

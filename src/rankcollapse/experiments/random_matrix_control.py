@@ -294,7 +294,7 @@ def claims(control: pd.DataFrame, networks: pd.DataFrame, controls: pd.DataFrame
     less = (" Where Sinkhorn keeps less, this is not the paper's parity either: its random "
             "products decay faster than softmax's.")
     return [
-        Claim.of("C6a", c6a, f"The paper's setting {where}: " + results_sentence(c6a, "pools")
+        Claim.of("C6a", c6a, f"Independent random logits {where}: " + results_sentence(c6a, "pools")
                  + less + " " + sweep_sentence(sweep), figure="fig-control-ratio"),
         Claim.of("C6b", c6b, f"Half of the layers the identity {where}: "
                  + results_sentence(c6b, "pools") + less, figure="fig-control-ratio"),
@@ -302,7 +302,11 @@ def claims(control: pd.DataFrame, networks: pd.DataFrame, controls: pd.DataFrame
                  "Random networks with skip connections. Path products (depths "
                  f"2–{profile.depth}; with LayerNorm), the networks' ratio Sinkhorn / softmax "
                  "over that of independent random matrices at the same logit scale: "
-                 + results_sentence(chains, "networks + pools")
+                 + results_sentence(chains, ("control pools", "networks"),
+                                    {"more": "the networks' ratio is larger",
+                                     "less": "the networks' ratio is smaller",
+                                     "not more": "the networks' ratio not larger by the margin",
+                                     "not less": "the networks' ratio not smaller by the margin"})
                  + " Hidden states, Sinkhorn / softmax, with LayerNorm: "
                  + results_sentence(states[True], "weight draws")
                  + " Without LayerNorm: " + results_sentence(states[False], "weight draws")

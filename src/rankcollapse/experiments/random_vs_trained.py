@@ -103,7 +103,7 @@ def claim(paths: pd.DataFrame, random: pd.DataFrame, titles: dict[str, str],
     return Claim.of("C6c", tested, "Rank-1 residual of path products, random / trained (complete "
                     "models; seeds against independent pools of random matrices of the same "
                     "shape and measured logit scale; depths 2–L): " + results_sentence(
-                        tested, "pools + seeds", {"more": "random products keep more",
+                        tested, ("seeds", "pools"), {"more": "random products keep more",
                                                   "less": "random products keep less"}),
                     figure="fig-random-vs-trained")
 

@@ -16,7 +16,7 @@ from .. import precise
 from ..measures import affine_rank, layer_table, relative_residual, rounding_floor, row_entropy
 from ..models import Encoder, Switches, random_stack
 from ..registry import COLLAPSED, Claim
-from ..stats import growth_factor
+from ..stats import growth_factor, mostly_at_floor
 from ..verdicts import check_result
 from ..theory import random_head
 
@@ -75,7 +75,8 @@ def log_summary(df: pd.DataFrame, by: list[str], value: str = "residual",
                       log10=np.log10(df[value].where(df[value] > floor)))
     summary = frame.groupby(by).agg(mean=("log10", "mean"), std=("log10", "std"),
                                     count=("log10", "count"), at_floor=("at_floor", "sum"))
-    summary.loc[summary["at_floor"] > summary["count"], ["mean", "std"]] = np.nan
+    mostly = mostly_at_floor(summary["at_floor"], summary["at_floor"] + summary["count"])
+    summary.loc[mostly, ["mean", "std"]] = np.nan
     return summary.reset_index()
 
 

@@ -24,8 +24,9 @@ from ..models import Classifier, EncoderConfig, EncoderOutput, ModelConfig, Swit
 from ..normalizations import NORMALIZATIONS, marginal_errors, sinkhorn
 from ..profiles import Profile, Task
 from ..registry import ACCURACY_MARGIN, ENTROPY_MARGIN, Claim, run
-from ..stats import MAX_TIED, compare_table, describe, unit_values
-from ..verdicts import SHARE, TOLERANCE, Result, check_result, results_sentence
+from ..stats import WORDS, compare_table, describe, mostly_at_floor, unit_values
+from ..verdicts import (LEARNED, SHARE, TOLERANCE, Result, comparative, marginal_check,
+                        results_sentence)
 from ..training import TrainConfig, TrainResult, train
 from ..trainings import models_dir
 from .random_matrix_control import path_residuals
@@ -199,10 +200,7 @@ def accuracy_table(results: dict[str, dict[tuple[str, int], TrainResult]]) -> pd
                      seeds=("seed", "count"), train_minutes=("train_minutes", "mean"))
 
 
-ACCURACY_WORDS = {"more": "Sinkhorn more accurate", "less": "Sinkhorn less accurate",
-                  "parity": "a match", "not more": "Sinkhorn not more accurate by the margin",
-                  "not less": "Sinkhorn not less accurate by the margin",
-                  "undecided": "undecided"}
+ACCURACY_WORDS = {**comparative("more accurate", "less accurate"), "parity": "a match"}
 
 
 def accuracy_data(results: dict[str, dict[tuple[str, int], TrainResult]]) -> pd.DataFrame:
@@ -230,7 +228,7 @@ def accuracy_claim(results: dict[str, dict[tuple[str, int], TrainResult]],
 
 
 def chance_sentence(results: dict[str, dict[tuple[str, int], TrainResult]],
-                    titles: dict[str, str], margin: float = 0.1) -> str:
+                    titles: dict[str, str], margin: float = LEARNED) -> str:
     """Whether every model beats chance (1 / classes) by more than `margin` in accuracy: the
     attention analysed is then that of models that learned the task, at least in part."""
     failing = [f"{titles[role]}, {name}, seed {seed} ({r.test_accuracy:.3f}; chance "
@@ -274,7 +272,7 @@ def claims_table(comparisons: pd.DataFrame) -> pd.DataFrame:
                      **{f"layers_{v}": int(counts.get(v, 0)) for v in ("more", "less", "parity")},
                      "layers_neither": int(len(g) - sum(counts.get(v, 0)
                                                         for v in ("more", "less", "parity"))),
-                     "layers_at_floor": int((g["tied"] > MAX_TIED * g["units"]).sum()),
+                     "layers_at_floor": int(mostly_at_floor(g["tied"], g["units"]).sum()),
                      "layers": len(g), "mean_log10_ratio": float(log_ratio.mean()),
                      "largest_ratio_layer": int(g.loc[log_ratio.idxmax(), "layer"]),
                      "largest_log10_ratio": float(log_ratio.max())})
@@ -332,13 +330,9 @@ def claims(analysis: "Analysis", titles: dict[str, str], profile: Profile) -> li
               "C4d": run("C4d", "trained models", per_unit(analysis.attention_output),
                          profile, titles),
               "C4e": run("C4e", "trained models", paths, profile, titles)}
-    ahead = {"more": "Sinkhorn ahead there", "less": "Sinkhorn behind there",
-             "parity": "parity there", "not more": "Sinkhorn not ahead by the margin there",
-             "not less": "Sinkhorn not behind by the margin there", "undecided": "undecided"}
-
     def with_requirement(results: list[Result], where: str) -> str:
-        return " ".join(f"({r.task}: {ahead[r.requirement]} {where}.)" for r in results
-                        if r.requirement)
+        return (f"Whether Sinkhorn is ahead {where} at all (the condition): " + "; ".join(
+            f"{r.task}: {WORDS[r.requirement]}" for r in results if r.requirement) + ".")
 
     depth = max(t.depth for t in profile.tasks.values())
     return [
@@ -381,9 +375,9 @@ def trained_attention_claims(attention: pd.DataFrame, titles: dict[str, str],
     checks, parts = [], []
     for task, g in sink.groupby("task", sort=False):
         q99 = float(g["marginal_error"].quantile(SHARE))
-        checks.append(check_result("trained models", titles[task], q99, q99 < TOLERANCE))
+        checks.append(marginal_check("trained models", titles[task], q99))
         scale = g.groupby("layer")["logit_std"].median()
-        parts.append(f"{titles[task]}: 99% quantile {q99:.1e}, largest "
+        parts.append(f"{titles[task]}: {SHARE:.0%} quantile {q99:.1e}, largest "
                      f"{g['marginal_error'].max():.1e}; logit scale {scale.min():.2g}–"
                      f"{scale.max():.2g} over layers")
     entropy = run("C9", "trained models", per_unit(attention, "entropy"), profile, titles)
@@ -395,8 +389,7 @@ def trained_attention_claims(attention: pd.DataFrame, titles: dict[str, str],
                  + "; ".join(parts) + ".", figure="fig-trained-attention"),
         Claim.of("C9", entropy, "Row entropy of the complete models' attention, Sinkhorn / "
                  "softmax over seeds, layers 1–L: "
-                 + results_sentence(entropy, words={"more": "Sinkhorn rows spread more",
-                                                    "less": "Sinkhorn rows spread less"})
+                 + results_sentence(entropy, words=comparative("higher", "lower"))
                  + f" (Parity for entropies: within a factor {1 + ENTROPY_MARGIN:g}.)",
                  figure="fig-trained-attention"),
     ]
