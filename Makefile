@@ -25,8 +25,9 @@ test-all: $(VENV)/.installed
 # two cores, so not part of `make test`): the score and the survivors at the end.
 mutation: $(VENV)/.installed
 	rm -rf mutants
-	$(VENV)/bin/mutmut run --max-children 2 || true
-	$(VENV)/bin/python -m rankcollapse_book.mutation mutants
+	$(VENV)/bin/mutmut run --max-children 2
+	$(VENV)/bin/mutmut export-cicd-stats && cat mutants/mutmut-cicd-stats.json
+	$(VENV)/bin/mutmut results
 
 # Reinstalls whenever the pins in pyproject.toml change.
 $(VENV)/.installed: pyproject.toml

@@ -252,9 +252,10 @@ chapter.show(fig, "fig-trained-paths", full_paths)
 #
 # The paper also reports that products of *random* stochastic matrices decay more slowly
 # than the trained models' products, and attributes this to the trained attention's
-# dependence on the input. We draw chapter 4's control (independent $\mathcal N(0, 1)$
-# logits normalized by softmax or Sinkhorn) at each task's shape (its layers, heads and
-# padded sequence length) and at the trained models' measured logit scale, layer by layer
+# dependence on the input. We draw chapter 4's control (independent Gaussian logits
+# normalized by softmax or Sinkhorn) at each task's shape (its layers and heads, and as many
+# tokens as the median analysed input has real, non-padding tokens) and at the trained
+# models' measured logit scale, layer by layer
 # (chapter 4 shows that the ratio depends on the scale): each control layer's logits have
 # the standard deviation that the trained model of that normalization has at that layer
 # (median over seeds and inputs). {glue:text}`ch5_random_pools` independent pools per task

@@ -11,7 +11,9 @@ What a user reaches for first is here:
 Modules: `normalizations` (softmax, Sinkhorn, marginal errors), `measures` (norms,
 residuals, entropy, attention paths), `theory` (the first-order expansion and its bounds),
 `models` (attention, encoders, classifiers), `training`, `data`, `profiles`, `stats` (paired
-comparisons and the verdict rule), `plots`, and `experiments` (one module per chapter).
+comparisons over independent units, censoring, power), `verdicts` (the verdict words and
+rules), `registry` (every claim's pre-registered primary test), `plots`, and `experiments`
+(one module per chapter).
 """
 
 __version__ = "0.1.0"

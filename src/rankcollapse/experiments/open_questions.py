@@ -14,9 +14,9 @@
 - **C10** (`lipschitz`) local Lipschitz constants of attention layers, random and trained,
   and the sensitivity of trained models to small input perturbations.
 
-Every comparison is over independent units (training seeds; weight draws for random layers)
-with the verdict rule of `stats`; the verdicts of these rows say what was found
-(`stats.finding_verdict`).
+Every question is decided by its registered primary tests (`registry`) over independent
+units (training seeds; weight draws for random layers); the verdicts say what was found
+(`verdicts.finding_verdict`, `mechanism_verdict`, `iterations_verdict`).
 """
 
 from __future__ import annotations

@@ -408,7 +408,9 @@ class Analysis:
     attention_output: pd.DataFrame
     paths: pd.DataFrame
     attention: pd.DataFrame
-    shapes: dict[str, tuple[int, int, int]]  # task -> (layers, heads, tokens) of its attention
+    # task -> (layers, heads, tokens) of its attention; tokens: the median number of real
+    # (non-padding) tokens of the analysed inputs
+    shapes: dict[str, tuple[int, int, int]]
 
 
 def analyse(models: dict[str, dict[tuple[str, int], Classifier]], tests: dict[str, Dataset],
@@ -426,7 +428,8 @@ def analyse(models: dict[str, dict[tuple[str, int], Classifier]], tests: dict[st
             for variant, switches in VARIANTS.items():
                 out, mask = record(exact, tests[task], n_eval, switches)
                 layers, _, heads, tokens, _ = out.attention.shape
-                shapes[task] = (layers, heads, tokens)
+                real = tokens if mask is None else int(mask.sum(1).median())
+                shapes[task] = (layers, heads, real)
                 labels = dict(task=task, normalization=name, seed=train_seed, variant=variant)
                 tables["hidden"].append(hidden_residuals(out, mask).assign(**labels))
                 tables["attention_output"].append(output_residuals(out, mask).assign(**labels))
