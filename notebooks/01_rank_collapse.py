@@ -91,7 +91,8 @@ pd.DataFrame({"token": range(4), "X": [row.tolist() for row in x],
 # {glue:text}`ch1_draws` independent weight draws per scale), feed {glue:text}`ch1_n_samples` random token matrices
 # with i.i.d. standard normal entries, and follow $r$ layer by layer. The computation runs in
 # float64 so the residual can fall to about $10^{-15}$ before rounding stops it; values at
-# that floor ({glue:text}`ch1_floor:.1e`) are left out of the averages.
+# that floor ({glue:text}`ch1_floor:.1e`) are censored: they enter the averages at the floor
+# (the true value is at most that), and a layer where most values are there is not drawn.
 
 # %%
 scales = [0.1, 0.5, 1.0, 2.0]
@@ -102,7 +103,7 @@ pure_summary = rc.log_summary(pure, ["logit_std", "layer"], floor=floor)
 chapter.glue({"ch1_n_samples": settings.n_samples, "ch1_draws": settings.weight_draws,
               "ch1_floor": floor})
 
-# %% mystnb={"figure": {"caption": "Relative residual $r(X_l)$ (composite norm, log scale) against depth in pure softmax self-attention with random weights, for four logit scales. Lines: geometric mean over random inputs and weight draws; bands: one standard deviation of $\\log_{10} r$. The dotted line is the float64 rounding floor: values there are left out of the averages, and a layer where most values are at the floor is not drawn.", "name": "fig-pure-collapse"}}
+# %% mystnb={"figure": {"caption": "Relative residual $r(X_l)$ (composite norm, log scale) against depth in pure softmax self-attention with random weights, for four logit scales. Lines: geometric mean over random inputs and weight draws; bands: one standard deviation of $\\log_{10} r$. The dotted line is the float64 rounding floor: values there enter the averages at the floor (censored), and a layer where most values are at the floor is not drawn.", "name": "fig-pure-collapse"}}
 fig = plots.residual_bands(pure_summary, "logit_std", "logit scale {:g}", floor=floor,
                            title="Pure softmax self-attention")
 chapter.show(fig, "fig-pure-collapse", pure_summary)

@@ -187,7 +187,7 @@ reach = sv.layers_to(stack_summary, COLLAPSED)
 chapter.glue({"ch2_draws_w": settings.weight_draws, "ch2_inputs": settings.n_samples,
               "ch2_collapsed": COLLAPSED, **{f"ch2_{k}": v for k, v in sv.reach_gaps(reach).items()}})
 
-# %% mystnb={"figure": {"caption": "Relative residual (composite norm, log scale) against depth in pure self-attention with random weights, softmax (blue) and Sinkhorn (red, 50 iterations), for four logit scales (line styles). Same weights and inputs for both; lines: geometric mean over inputs and weight draws; bands: one standard deviation of $\\log_{10} r$; values at the float64 rounding floor are left out.", "name": "fig-pure-both"}}
+# %% mystnb={"figure": {"caption": "Relative residual (composite norm, log scale) against depth in pure self-attention with random weights, softmax (blue) and Sinkhorn (red, 50 iterations), for four logit scales (line styles). Same weights and inputs for both; lines: geometric mean over inputs and weight draws; bands: one standard deviation of $\\log_{10} r$; values at the float64 rounding floor enter at the floor (censored), and a layer mostly at the floor is not drawn.", "name": "fig-pure-both"}}
 fig = plots.residual_bands(stack_summary, "normalization", "{}, logit scale {:g}",
                            style="logit_std", figsize=(6.5, 4))
 chapter.show(fig, "fig-pure-both", stack_summary)
@@ -201,7 +201,7 @@ chapter.show(fig, "fig-pure-both", stack_summary)
 reach
 
 # %% [markdown]
-# It differs between softmax and Sinkhorn by at most {glue:text}`ch2_max_gap` layer(s) at any
+# The two normalizations reach it at most {glue:text}`ch2_max_gap` layers apart at any
 # scale; Sinkhorn reaches it later at {glue:text}`ch2_sinkhorn_later` of the
 # {glue:text}`ch2_scales` scales and softmax at {glue:text}`ch2_softmax_later` (a description
 # of the geometric means, not a test; see the figure

@@ -135,7 +135,8 @@ chapter.glue_text({"ch5_chance": tm.chance_sentence(results, TITLES),
 # state (the output of each block) under each inference variant. The curves are the relative
 # residual $r(X_l) = \|X_l - \mathbf 1 \bar x_l^\top\|_{1,\infty} / \|X_l\|_{1,\infty}$ over the
 # real (non-padding) tokens, all seeds together; residuals at the float64 rounding floor
-# (about {glue:text}`ch5_floor:.1e`) are left out of the averages, a layer mostly at the floor
+# (about {glue:text}`ch5_floor:.1e`) enter the averages at the floor (censored: the true value
+# is at most that), a layer mostly at the floor
 # is not drawn, and a panel that comes near the floor shows it as a dotted line.
 
 # %%
@@ -306,7 +307,8 @@ chapter.glue_text({f"ch5_{c.id}_trained": f"**{c.verdict.capitalize()}.** {c.fin
 # %% [markdown]
 # **50 iterations on trained logits.** {glue:md}`ch5_C2a_trained`
 #
-# **Entropy of trained attention**, Sinkhorn against softmax over seeds, per layer:
+# **Entropy of trained attention**, Sinkhorn against softmax over seeds, each seed's mean
+# over the layers:
 # {glue:md}`ch5_C9_trained`
 #
 # ## The paper's claims, checked on this run

@@ -217,7 +217,7 @@ chapter.glue_text({"ch6_b3": f"**{b3.verdict.capitalize()}.** {b3.finding}"})
 #
 # The Sinkhorn-trained models are run with 1, 2, 3, 5, 10, 20 and 50 iterations, and with a
 # single half-step (a row normalization of $\exp$ of the logits, which is softmax): test
-# accuracy, the attention's departure from doubly stochastic (the larger of its row and
+# accuracy (first {glue:text}`ch6_acc_inputs` test inputs, as for B3), the attention's departure from doubly stochastic (the larger of its row and
 # column errors; median over inputs of the largest over layers and heads), the residual of the last hidden state, and the time of one forward
 # pass over {glue:text}`ch6_n_eval` test inputs on this run's device (interleaved rounds,
 # median).
@@ -244,11 +244,13 @@ chapter.glue_text({"ch6_b4": f"**{b4.verdict.capitalize()}.** {b4.finding}"})
 # {glue:md}`ch6_b4`
 #
 # What this implies for cheaper inference: where fewer iterations already match the
-# accuracy of 50, their time ratio above is what inference could save with the weights as
-# trained; the middle panel shows how far from doubly stochastic the attention then is.
-# Operators that replace the iteration altogether are beyond this book, which measures only
-# its own implementation. The times are this run's device's, and the "50 iterations" of
-# this implementation stop early once a matrix has converged (see the appendix).
+# accuracy of 50, their time ratio above says what a forward pass with that many costs
+# against 50 with the weights as trained (a ratio above 1 means no saving); the middle
+# panel shows how far from doubly stochastic the attention then is. Because the
+# "50 iterations" of this implementation stop early once a matrix has converged (see the
+# appendix), fewer iterations need not be faster, and the times are this run's device's,
+# measured on a shared machine. Operators that replace the iteration altogether are beyond
+# this book, which measures only its own implementation.
 #
 # ## C10: local Lipschitz constants
 #

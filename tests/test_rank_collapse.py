@@ -45,7 +45,7 @@ def test_sweep_shows_pure_attention_collapse_and_skip_preventing_it():
     assert df.layer.max() == 6 and len(df) == 2 * 7 * 4
     last = df[df.layer == 6].groupby("label")["residual"].median()
     assert last["pure"] < 1e-8 < 1e-2 < last["skip"]
-    summary = log_summary(df, ["label", "layer"])
+    summary = log_summary(df, ["label", "layer"], floor=2.2e-15)
     assert {"mean", "std", "count"} <= set(summary.columns)
 
 
@@ -62,13 +62,16 @@ def test_sweep_gives_both_normalizations_the_same_weights():
     assert by_draw[0] != by_draw[1]
 
 
-def test_log_summary_leaves_values_at_the_floor_out_and_counts_them():
+def test_log_summary_censors_values_at_the_floor_and_counts_them():
     df = pd.DataFrame({"g": [0] * 4 + [1] * 4, "residual": [1e-2, 1e-4, 0.0, 1e-20,
                                                              1e-20, 0.0, 1e-18, 1e-3]})
     s = log_summary(df, ["g"], floor=1e-15).set_index("g")
-    assert s.loc[0, "mean"] == pytest.approx(-3.0) and s.loc[0, "count"] == 2
-    assert s.loc[0, "at_floor"] == 2
+    # the two values at the floor enter at 1e-15: (-2 - 4 - 15 - 15) / 4
+    assert s.loc[0, "mean"] == pytest.approx(-9.0) and s.loc[0, "count"] == 2
+    assert s.loc[0, "at_floor"] == 2  # exactly half: still a mean
     assert np.isnan(s.loc[1, "mean"]) and s.loc[1, "at_floor"] == 3  # mostly floor: no mean
+    with pytest.raises(ValueError, match="positive rounding floor"):
+        log_summary(df, ["g"])
 
 
 def test_precise_collapse_agrees_with_float64_and_skips_layers_at_the_floor():

@@ -64,19 +64,23 @@ def sweep(configs: list[dict], n_samples: int, n_tokens: int, d_model: int, n_he
 
 def log_summary(df: pd.DataFrame, by: list[str], value: str = "residual",
                 floor: float = 0.0) -> pd.DataFrame:
-    """Mean and standard deviation of log10(value) per group, the number of values used
-    (`count`) and the number left out at or below `floor` (`at_floor`).
+    """Mean and standard deviation of log10(value) per group, the number of values above
+    `floor` (`count`) and at or below it (`at_floor`).
 
     Residuals span many decades, so bands are drawn in log space: mean +- one standard
-    deviation of log10, i.e. a geometric mean with a multiplicative band. Values at the
-    rounding floor say only "zero to machine precision": they are left out of the mean, and a
-    group where they are the majority gets no mean at all (NaN: not drawn)."""
+    deviation of log10, i.e. a geometric mean with a multiplicative band. A value at the
+    rounding floor says only "at most the floor": it is censored, entering the mean at the
+    floor (so the mean is an upper bound where values are censored), and a group where such
+    values are the majority gets no mean at all (NaN: not drawn)."""
+    if floor <= 0 and (df[value] <= 0).any():
+        raise ValueError("values of 0 need a positive rounding floor to be censored at")
     frame = df.assign(at_floor=df[value] <= floor,
-                      log10=np.log10(df[value].where(df[value] > floor)))
+                      log10=np.log10(np.maximum(df[value], floor)))
     summary = frame.groupby(by).agg(mean=("log10", "mean"), std=("log10", "std"),
-                                    count=("log10", "count"), at_floor=("at_floor", "sum"))
-    mostly = mostly_at_floor(summary["at_floor"], summary["at_floor"] + summary["count"])
-    summary.loc[mostly, ["mean", "std"]] = np.nan
+                                    values=("log10", "size"), at_floor=("at_floor", "sum"))
+    summary = summary.assign(count=summary["values"] - summary["at_floor"]).drop(columns="values")
+    summary.loc[mostly_at_floor(summary["at_floor"], summary["at_floor"] + summary["count"]),
+                ["mean", "std"]] = np.nan
     return summary.reset_index()
 
 
