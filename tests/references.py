@@ -25,3 +25,287 @@ def per_matrix(fn, a: torch.Tensor) -> torch.Tensor:
     """Apply `fn` to every `(n, n)` matrix of `a (..., n, n)` in a Python loop."""
     flat = a.reshape(-1, *a.shape[-2:])
     return torch.stack([fn(m) for m in flat]).reshape(a.shape)
+
+
+# ----------------------------------------------------------------------------- statistics
+# Plain-loop references for the verdict layer (rankcollapse.stats, .verdicts, .registry):
+# written from the module docstrings, in Python floats, no numpy vectorisation.
+
+import math  # noqa: E402
+
+
+def t_closed(p: float, df: int) -> float:
+    """Student's t quantile (p > 0.5) in closed form for df 1, 2 and 4."""
+    if df == 1:
+        return math.tan(math.pi * (p - 0.5))
+    if df == 2:
+        return (2 * p - 1) * math.sqrt(2 / (4 * p * (1 - p)))
+    if df == 4:
+        a = 4 * p * (1 - p)
+        q = math.cos(math.acos(math.sqrt(a)) / 3) / math.sqrt(a)
+        return 2 * math.sqrt(q - 1)
+    raise ValueError(f"no closed form for df={df}")
+
+
+def plain_mean(xs) -> float:
+    xs = [float(x) for x in xs]
+    return sum(xs) / len(xs)
+
+
+def plain_sd(xs) -> float:
+    """The sample standard deviation (n - 1)."""
+    xs = [float(x) for x in xs]
+    m = plain_mean(xs)
+    return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+
+
+def plain_censor(softmax, sinkhorn, floor):
+    """Per pair: log(max(b, floor) / max(a, floor)), censored (either side at or below the
+    floor), tied (both)."""
+    logs, censored, tied = [], [], []
+    for a, b in zip(softmax, sinkhorn):
+        a, b = float(a), float(b)
+        low_a, low_b = a <= floor, b <= floor
+        logs.append(math.log(max(b, floor)) - math.log(max(a, floor)))
+        censored.append(low_a or low_b)
+        tied.append(low_a and low_b)
+    return logs, censored, tied
+
+
+def plain_found(ratio, low, high, margin=0.1) -> str:
+    """What an interval finds, in the order of the stats docstring."""
+    if any(not math.isfinite(v) for v in (ratio, low, high)):
+        return "undecided"
+    top, bottom = 1 + margin, 1 / (1 + margin)
+    if low >= bottom and high <= top:
+        return "parity"
+    if low > 1 and ratio >= top:
+        return "more"
+    if high < 1 and ratio <= bottom:
+        return "less"
+    if high < top:
+        return "not more"
+    if low > bottom:
+        return "not less"
+    return "undecided"
+
+
+PLAIN_OUTCOMES = {  # direction -> found -> outcome, written out
+    "more": {"more": "agrees", "less": "opposite", "parity": "against", "not more": "against",
+             "not less": "undecided", "undecided": "undecided"},
+    "less": {"more": "opposite", "less": "agrees", "parity": "against", "not more": "undecided",
+             "not less": "against", "undecided": "undecided"},
+    "parity": {"more": "opposite", "less": "opposite", "parity": "agrees",
+               "not more": "undecided", "not less": "undecided", "undecided": "undecided"},
+    "no more": {"more": "opposite", "less": "agrees", "parity": "agrees", "not more": "agrees",
+                "not less": "undecided", "undecided": "undecided"},
+    "no less": {"more": "agrees", "less": "opposite", "parity": "agrees",
+                "not more": "undecided", "not less": "agrees", "undecided": "undecided"},
+}
+
+
+def plain_claim_verdict(outcomes) -> str:
+    outcomes = [o for o in outcomes if o != "untested"]
+    if not outcomes:
+        return "not testable here"
+    if "opposite" in outcomes:
+        return "contradicted"
+    agree = sum(o == "agrees" for o in outcomes)
+    if agree == len(outcomes):
+        return "reproduced"
+    if agree:
+        return "partly reproduced"
+    return "not reproduced" if "against" in outcomes else "undecided"
+
+
+def plain_welch(reference, other):
+    """(mean difference other - reference, se, df rounded down; the smaller group's df when
+    both are constant)."""
+    na, nb = len(reference), len(other)
+    va, vb = plain_sd(reference) ** 2 / na, plain_sd(other) ** 2 / nb
+    se = math.sqrt(va + vb)
+    df = min(na, nb) - 1
+    if se > 0:
+        df = max(1, math.floor((va + vb) ** 2 / (va ** 2 / (na - 1) + vb ** 2 / (nb - 1))))
+    return plain_mean(other) - plain_mean(reference), se, df
+
+
+def plain_interval(log_ratio, se, df, level, quantile):
+    """(ratio, low, high) of a two-sided `level` t interval; `quantile(p, df)` the t
+    quantile."""
+    half = quantile(0.5 + level / 2, df) * se
+    return math.exp(log_ratio), math.exp(log_ratio - half), math.exp(log_ratio + half)
+
+
+def plain_detectable(se, df, level, direction, margin, quantile, power=0.8):
+    t_level = quantile(0.5 + level / 2, df) * se
+    t_power = quantile(power, df) * se
+    if direction in ("parity", "no more", "no less"):
+        return math.exp(t_level + t_power)
+    return math.exp(max(t_level, math.log(1 + margin)) + t_power)
+
+
+def plain_quantile(p: float, df: int) -> float:
+    """The closed forms where there is one, else the tested bisection of `stats`."""
+    if df in (1, 2, 4):
+        return t_closed(p, df)
+    from rankcollapse.stats import t_quantile
+    return t_quantile(p, df)
+
+
+def plain_simulate(sds, units, direction, log_ratio, family, runs, rng, margin=0.1):
+    """Claim verdicts of simulated designs, drawing in the order of the docstring of
+    `verdicts.simulate_outcomes`: per task the paired scores (or the reference group, then
+    the other)."""
+    level = 1 - 0.05 / family
+    verdicts = []
+    for _ in range(runs):
+        outcomes = []
+        for sd, n in zip(sds, units):
+            if len(n) == 1:
+                x = [float(v) for v in rng.normal(log_ratio, sd[0] or 1.0, n[0])]
+                mean, se, df = plain_mean(x), plain_sd(x) / math.sqrt(n[0]), n[0] - 1
+            else:
+                a = [float(v) for v in rng.normal(0.0, sd[0] or 1.0, n[0])]
+                b = [float(v) for v in rng.normal(log_ratio, sd[1] or 1.0, n[1])]
+                mean, se, df = plain_welch(a, b)
+            ratio, low, high = plain_interval(mean, se, df, level, plain_quantile)
+            outcomes.append(PLAIN_OUTCOMES[direction][plain_found(ratio, low, high, margin)])
+        verdicts.append(plain_claim_verdict(outcomes))
+    return verdicts
+
+
+def _sd_or_nan(xs) -> float:
+    return plain_sd(xs) if len(xs) > 1 else math.nan
+
+
+def plain_select(rows, variants, positions_of):
+    """The rows of `variants` (every row when none are named) at the positions
+    `positions_of(depth)`, the depth being the deepest position of the rows kept (every
+    position when `positions_of` is None)."""
+    if variants:
+        rows = [r for r in rows if r["variant"] in variants]
+    if positions_of is not None:
+        keep = set(positions_of(max(r["position"] for r in rows)))
+        rows = [r for r in rows if r["position"] in keep]
+    return rows
+
+
+def plain_scores(rows, floor):
+    """Per unit the mean censored log ratio (log `value` for one value per row): a dict unit
+    -> score, and the counts of rows, censored values and ties."""
+    per, censored, tied = {}, 0, 0
+    for r in rows:
+        one = "value" in r
+        a, b = (1.0, r["value"]) if one else (r["softmax"], r["sinkhorn"])
+        (log,), (c,), (t,) = plain_censor([a], [b], floor)
+        per.setdefault(r["unit"], []).append(log)
+        censored += c
+        tied += 0 if one else t
+    return {u: plain_mean(v) for u, v in per.items()}, len(rows), censored, tied
+
+
+def plain_result(part, task, groups, level, values, censored, tied, sd, direction, margin,
+                 requirement=None):
+    """Every field of a registered test's result (`verdicts.Result`) as a dict, from the
+    per-unit scores of one group (paired) or two (reference, other)."""
+    units = tuple(len(g) for g in groups)
+    estimate = None
+    if len(groups) == 1 and units[0] >= 3:
+        x = groups[0]
+        estimate = plain_mean(x), plain_sd(x) / math.sqrt(len(x)), len(x) - 1
+    elif len(groups) == 2 and min(units) >= 3:
+        estimate = plain_welch(groups[0], groups[1])
+    base = dict(part=part, task=task, level=level, units=units, censored=censored, tied=tied,
+                values=values, sd=sd, requirement=requirement, bound="", at=None)
+    if estimate is None or tied > values / 2:
+        return dict(base, number=None if estimate is None else math.exp(estimate[0]),
+                    found="undecided", outcome="undecided", low=None, high=None,
+                    detectable=None)
+    mean, se, df = estimate
+    ratio, low, high = plain_interval(mean, se, df, level, plain_quantile)
+    found = plain_found(ratio, low, high, margin)
+    if direction == "either":
+        outcome = "agrees" if found in ("more", "less", "parity") else "undecided"
+    else:
+        outcome = PLAIN_OUTCOMES[direction][found]
+        if requirement is not None and outcome == "agrees":
+            outcome = {"more": "agrees", "parity": "against", "not more": "against",
+                       "less": "against"}.get(requirement, "undecided")
+    return dict(base, number=ratio, found=found, outcome=outcome, low=low, high=high,
+                detectable=plain_detectable(se, df, level,
+                                            "more" if direction == "either" else direction,
+                                            margin, plain_quantile))
+
+
+def plain_run(rows, tasks, part, kind, direction, level, floor, first, second=None,
+              requires=False, margin=0.1, titles=None):
+    """A registered test, task by task, on `rows` (a list of dicts): `first` and `second`
+    are (variants, positions_of) selections; kind paired, contrast or groups."""
+    out = []
+    for task in tasks:
+        mine = [r for r in rows if r["task"] == task]
+        name = (titles or {}).get(task, task)
+        if kind == "groups":
+            sides = [plain_scores(plain_select([r for r in mine if r["group"] == side], *first),
+                                  floor) for side in ("reference", "other")]
+            groups = [list(s[0].values()) for s in sides]
+            out.append(plain_result(part, name, groups, level, sides[0][1] + sides[1][1],
+                                    sides[0][2] + sides[1][2], 0,
+                                    tuple(_sd_or_nan(g) for g in groups), direction, margin))
+            continue
+        s1, v1, c1, t1 = plain_scores(plain_select(mine, *first), floor)
+        if kind == "paired":
+            x = list(s1.values())
+            out.append(plain_result(part, name, [x], level, v1, c1, t1, (_sd_or_nan(x),),
+                                    direction, margin))
+            continue
+        s2, v2, c2, t2 = plain_scores(plain_select(mine, *second), floor)
+        diff = [s1[u] - s2[u] for u in s1 if u in s2]
+        requirement = None
+        if requires:
+            x = list(s1.values())
+            if len(x) >= 3:
+                requirement = plain_found(*plain_interval(
+                    plain_mean(x), plain_sd(x) / math.sqrt(len(x)), len(x) - 1, level,
+                    plain_quantile), margin)
+            else:
+                requirement = "undecided"
+        out.append(plain_result(part, name, [diff], level, v1 + v2, c1 + c2, t1 + t2,
+                                (_sd_or_nan(diff),), direction, margin, requirement))
+    return out
+
+
+def plain_sequence(rows, tasks, part, level, margin, titles=None):
+    """B4: per task and count k below the most (descending), accuracy at k against the
+    most, paired over units."""
+    out = []
+    for task in tasks:
+        mine = [r for r in rows if r["task"] == task]
+        counts = sorted({r["position"] for r in mine}, reverse=True)
+        at = {(r["unit"], r["position"]): r["value"] for r in mine}
+        units = sorted({r["unit"] for r in mine})
+        for k in counts[1:]:
+            logs = [math.log(at[u, k]) - math.log(at[u, counts[0]]) for u in units]
+            result = plain_result(part, (titles or {}).get(task, task), [logs], level,
+                                  len(logs), 0, 0, (_sd_or_nan(logs),), "parity", margin)
+            out.append(dict(result, at=float(k)))
+    return out
+
+
+def plain_calibration(tests, direction, family, runs, seed, effect):
+    """(false rate, power, power on every task) of `verdicts.calibration`, by the plain
+    simulation: the boundary and the alternative written out per direction."""
+    import numpy as np
+
+    sds = [r.sd or (1.0,) * len(r.units) for r in tests]
+    units = [r.units for r in tests]
+    rng = np.random.default_rng(seed)
+    null_at = {"more": 0.0, "less": 0.0, "parity": math.log(1.1), "no more": math.log(1.1),
+               "no less": -math.log(1.1)}[direction]
+    alt_at = {"more": math.log(effect), "less": -math.log(effect)}.get(direction, 0.0)
+    null = plain_simulate(sds, units, direction, null_at, family, runs, rng)
+    alt = plain_simulate(sds, units, direction, alt_at, family, runs, rng)
+    found = ("reproduced", "partly reproduced")
+    return (sum(v in found for v in null) / runs, sum(v in found for v in alt) / runs,
+            sum(v == "reproduced" for v in alt) / runs)

@@ -246,3 +246,573 @@ def test_registered_claim_text_matches_the_ledger_ids():
     assert [r["id"] for r in rows] == list(CLAIMS)
     assert rows[0]["verdict"] == "not testable here"
     assert replace(CLAIMS["C4a"].parts[0]).statement().startswith("mean log ratio")
+
+
+# ----------------------------------------------------------------------------- every field
+# `run` against the plain loops of tests/references.py, on tables whose tasks differ in
+# effect, units, depth, censoring and ties; every field of every task's result is compared.
+
+from dataclasses import asdict  # noqa: E402
+
+from references import plain_run, plain_sequence  # noqa: E402
+
+FLOOR64, FLOOR32 = 2.220446049250313e-15, 1.1920928955078125e-06  # 10 eps of each dtype
+ALL_LAYERS = lambda L: range(1, L + 1)  # noqa: E731
+FIRST_HALF = lambda L: range(1, L // 2 + 1)  # noqa: E731
+SECOND_HALF = lambda L: range(L // 2 + 1, L + 1)  # noqa: E731
+FROM_TWO = lambda L: range(2, L + 1)  # noqa: E731
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float):
+        return (math.isnan(a) and math.isnan(b)) or a == pytest.approx(b, rel=1e-9, abs=1e-300)
+    return a == b and isinstance(a, bool) == isinstance(b, bool) and \
+        (a is None) == (b is None)
+
+
+def assert_results(results, expected):
+    assert len(results) == len(expected)
+    for r, e in zip(results, expected):
+        got = asdict(r)
+        assert set(got) == set(e)
+        for key, value in e.items():
+            assert _same(got[key], value), (r.task, key, got[key], value)
+
+
+def table_rows(spec, variants=("full model",), seed=0):
+    """Rows (task, unit, variant, position, softmax, sinkhorn): `spec[task]` = (units, depth,
+    log ratio of (unit, variant index, position)); softmax residuals vary by unit and layer."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for task, (units, depth, log_ratio) in spec.items():
+        for u in range(units):
+            for v, variant in enumerate(variants):
+                for layer in range(1, depth + 1):
+                    soft = 0.1 * math.exp(-0.2 * layer + 0.1 * u + 0.05 * rng.normal())
+                    rows.append({"task": task, "unit": u, "variant": variant, "position": layer,
+                                 "softmax": soft,
+                                 "sinkhorn": soft * math.exp(log_ratio(u, v, layer)
+                                                             + 0.02 * rng.normal())})
+    return rows
+
+
+def _check(claim_id, part_name, rows, kind, direction, family_size, floor, first,
+           second=None, requires=False, margin=0.1, titles=None, tasks=None):
+    results = run(claim_id, part_name, pd.DataFrame(rows), CI, titles)
+    tasks = tasks or tuple(dict.fromkeys(r["task"] for r in rows))
+    expected = plain_run(rows, tasks, part_name, kind, direction, 1 - 0.05 / family_size, floor,
+                         first, second, requires, margin, titles)
+    assert_results(results, expected)
+    return results
+
+
+def test_paired_run_matches_the_plain_loop_on_every_task():
+    spec = {"text": (5, 12, lambda u, v, l: 0.4 + 0.05 * u + 0.3 * v - 0.01 * l),
+            "mnist": (4, 8, lambda u, v, l: 0.03 * (u - 1.5) + 0.5 * v + 0.01 * l),
+            "cats_dogs": (2, 12, lambda u, v, l: 0.5)}
+    rows = table_rows(spec, VARIANTS)
+    for r in rows:  # mnist: softmax at the floor in late layers; text: some ties
+        if r["task"] == "mnist" and r["variant"] == "full model" and r["position"] >= 7:
+            r["softmax"], r["sinkhorn"] = 1e-17, 2.5e-15 * (1 + 0.01 * r["unit"])
+        if r["task"] == "text" and r["unit"] == 0 and r["position"] >= 10:
+            r["softmax"], r["sinkhorn"] = 1e-18, 1e-16
+    results = _check("C4a", "trained models", rows, "paired", "more", 3, FLOOR64,
+                     (("full model",), ALL_LAYERS), titles={"mnist": "MNIST"},
+                     tasks=("text", "mnist", "cats_dogs"))
+    assert [r.task for r in results] == ["text", "MNIST", "cats_dogs"]
+    assert [r.found for r in results] == ["more", "not less", "undecided"]
+    assert [r.outcome for r in results] == ["agrees", "undecided", "undecided"]
+    assert [r.censored for r in results] == [3, 8, 0] and [r.tied for r in results] == [3, 0, 0]
+    assert results[2].number is None and results[2].units == (2,)
+
+
+def test_mostly_tied_tasks_keep_their_estimate_but_decide_nothing():
+    spec = {t: (4, 6, lambda u, v, l: 0.3 + 0.01 * u) for t in ("text", "mnist", "cats_dogs")}
+    rows = table_rows(spec)
+    for r in rows:
+        ties = {"text": 4, "mnist": 3, "cats_dogs": 0}[r["task"]]  # of 6 layers per unit
+        if r["position"] <= ties:
+            r["softmax"], r["sinkhorn"] = 1e-20, 1e-19
+    results = _check("C4d", "trained models", rows, "paired", "more", 3, FLOOR64,
+                     (("full model",), ALL_LAYERS))
+    assert [r.tied for r in results] == [16, 12, 0] and results[0].values == 24
+    assert [r.found for r in results] == ["undecided", "more", "more"]
+    assert results[0].number == pytest.approx(math.exp(np.mean(
+        [0.3 + 0.01 * u for u in range(4)]) * 2 / 6), rel=0.05)
+
+
+def test_contrast_run_matches_the_plain_loop_with_its_requirement():
+    spec = {  # early against late; the requirement: the advantage early
+        "text": (5, 12, lambda u, v, l: (0.6 if l <= 6 else 0.1) + 0.02 * u),
+        "mnist": (6, 8, lambda u, v, l: (0.0 if l <= 4 else -0.6) + 0.01 * u),
+        "cats_dogs": (4, 12, lambda u, v, l: (0.03 if l <= 6 else -0.5) + 0.1 * (u % 2))}
+    rows = table_rows(spec)
+    rows = [r for r in rows if not (r["task"] == "cats_dogs" and r["unit"] == 3
+                                    and r["position"] > 6)]  # one unit without late layers
+    for r in rows:
+        if r["task"] == "text" and r["position"] == 1 and r["unit"] < 2:
+            r["softmax"] = 1e-17  # censored early, not tied: the same log ratio
+            r["sinkhorn"] = FLOOR64 * math.exp(0.6 + 0.02 * r["unit"])
+        if r["task"] == "mnist" and r["position"] == 8:
+            r["softmax"], r["sinkhorn"] = 1e-16, 1.2e-15  # tied at the floor, late
+    results = _check("C4b", "trained models", rows, "contrast", "more", 3, FLOOR64,
+                     (("full model",), FIRST_HALF), (("full model",), SECOND_HALF),
+                     requires=True)
+    assert [r.requirement for r in results] == ["more", "parity", "not less"]
+    assert [r.found for r in results] == ["more", "more", "more"]
+    assert [r.outcome for r in results] == ["agrees", "against", "undecided"]
+    assert results[2].units == (3,) and results[2].values == 4 * 6 + 3 * 6
+    assert results[1].censored == 6 and results[1].tied == 6
+    assert results[0].censored == 2 and results[0].tied == 0
+
+
+def test_contrast_with_other_variants_and_too_few_units():
+    """text: ahead with skips and more so than without; mnist: the per-seed level varies a
+    lot (cancelling in the contrast): the advantage is not shown, the contrast is;
+    cats_dogs: two seeds."""
+    spec = {"text": (5, 12, lambda u, v, l: [0.5, 0.45, 0.1, 0.0][v] + 0.03 * u),
+            "mnist": (3, 12, lambda u, v, l: [0.5, 0.6, 0.0, 0.0][v] + 0.8 * (u - 1)),
+            "cats_dogs": (2, 12, lambda u, v, l: [0.9, 0.9, 0.1, 0.1][v])}
+    rows = table_rows(spec, VARIANTS, seed=4)
+    results = _check("C4c", "trained models", rows, "contrast", "more", 3, FLOOR64,
+                     (VARIANTS[:2], FIRST_HALF), (VARIANTS[2:], FIRST_HALF), requires=True)
+    assert [r.requirement for r in results] == ["more", "undecided", "undecided"]
+    assert [r.found for r in results] == ["more", "more", "undecided"]
+    assert [r.outcome for r in results] == ["agrees", "undecided", "undecided"]
+    assert results[2].number is None
+
+
+def test_mechanism_contrast_behind_or_not_ahead_is_against():
+    spec = {"mnist": (5, 10, lambda u, v, l: [-0.5, -1.2][v] + 0.02 * u),
+            "cats_dogs": (6, 10, lambda u, v, l: [-0.04 + 0.1 * (u % 3 - 1), -1.0][v])}
+    rows = table_rows(spec, ("one input", "inputs mixed"), seed=8)
+    results = _check("B2", "trained models", rows, "contrast", "more", 2, FLOOR64,
+                     (("one input",), FROM_TWO), (("inputs mixed",), FROM_TWO), requires=True)
+    assert [r.requirement for r in results] == ["less", "not more"]
+    assert [r.found for r in results] == ["more", "more"]
+    assert [r.outcome for r in results] == ["against", "against"]
+    assert decide("B2", results) == "not supported"
+
+
+def test_groups_run_matches_welch_on_every_task():
+    rng = np.random.default_rng(9)
+    rows = []
+    tasks = tasks_of(CLAIMS["C6c"].parts[0], CI)
+    for i, task in enumerate(tasks):
+        sizes = [(3, 12), (4, 6), (2, 5), (5, 5), (3, 3), (6, 4)][i]
+        for group, n, shift in (("reference", sizes[0], 0.0), ("other", sizes[1], 0.3 * i - 0.4)):
+            for u in range(n):
+                spread = 0.2 if group == "other" else 0.05
+                level = shift + spread * rng.normal()
+                for variant in ("full model", "without FFN"):
+                    for depth in range(1, 11):
+                        value = math.exp(-depth + level + (2.0 if variant != "full model" else 0))
+                        if i == 3 and group == "other" and depth >= 9:
+                            value = 1e-17  # censored
+                        rows.append({"task": task, "group": group, "unit": u, "variant": variant,
+                                     "position": depth, "value": value})
+    results = _check("C6c", "random against trained", rows, "groups", "more", 6, FLOOR64,
+                     (("full model",), FROM_TWO))
+    assert [r.units for r in results] == [(3, 12), (4, 6), (2, 5), (5, 5), (3, 3), (6, 4)]
+    assert results[2].number is None and results[3].censored == 10
+    assert len({r.found for r in results}) >= 3
+
+
+def test_groups_of_pairs_on_the_float32_floor():
+    rng = np.random.default_rng(2)
+    rows = []
+    for i, task in enumerate(("σ = 1", "σ = 4")):
+        for group, n in (("reference", 4), ("other", 5)):
+            for u in range(n):
+                for depth in range(1, 7):
+                    soft = math.exp(-depth + 0.1 * rng.normal())
+                    sink = soft * math.exp(0.4 * (group == "other") * (i + 1) + 0.05 * rng.normal())
+                    if depth == 6:
+                        soft, sink = (1e-7, 1e-6) if group == "other" else (1e-7, 2e-3)
+                    rows.append({"task": task, "group": group, "unit": u, "position": depth,
+                                 "softmax": soft, "sinkhorn": sink})
+    results = _check("C6d", "random networks with skips and LayerNorm, path products", rows,
+                     "groups", "more", 12, FLOOR32, ((), FROM_TWO))
+    assert [r.censored for r in results] == [9, 9] and [r.tied for r in results] == [0, 0]
+
+
+def test_either_direction_runs_at_the_registered_points():
+    spec = {"text": (5, 12, lambda u, v, l: (0.5 if l in (1, 6, 12) else -2.0) + 0.02 * u),
+            "mnist": (4, 10, lambda u, v, l: (0.0 if l in (1, 5, 10) else 3.0) + 0.005 * u),
+            "cats_dogs": (3, 12, lambda u, v, l: 0.1 * (u - 1) * 3 - 0.05)}
+    rows = table_rows(spec, ("full model", "without FFN"), seed=5)
+    results = _check("C10", "trained layers", rows, "paired", "either", 11, FLOOR64,
+                     (("full model",), lambda L: (1, L // 2, L)))
+    assert [r.found for r in results] == ["more", "parity", "undecided"]
+    assert [r.outcome for r in results] == ["agrees", "agrees", "undecided"]
+    assert [r.values for r in results] == [15, 12, 9]
+
+
+def test_either_direction_on_every_kind_of_result():
+    """C10 on random layers: one value per weight draw, eight tasks, every result."""
+    tasks = tasks_of(CLAIMS["C10"].parts[0], CI)
+    effects = [0.5, -0.5, 0.0, -0.05, 0.05, 0.0, 0.3, -0.2]
+    spreads = [0.02, 0.02, 0.005, 0.05, 0.05, 0.5, 0.02, 0.5]
+    rows = []
+    for task, effect, spread in zip(tasks, effects, spreads):
+        for u in range(6):
+            soft = 2.0 + 0.1 * u
+            rows.append({"task": task, "unit": u, "softmax": soft,
+                         "sinkhorn": soft * math.exp(effect + spread * ((u * 5) % 6 - 2.5) / 2)})
+    results = _check("C10", "random layers", rows, "paired", "either", 11, FLOOR64, ((), None))
+    assert [r.found for r in results] == ["more", "less", "parity", "not more", "not less",
+                                          "undecided", "more", "undecided"]
+    assert [r.outcome for r in results] == ["agrees", "agrees", "agrees", "undecided",
+                                            "undecided", "undecided", "agrees", "undecided"]
+
+
+def test_one_value_per_unit_without_positions_or_variants():
+    rng = np.random.default_rng(6)
+    rows = []
+    for task, units, effect in (("text", 5, 0.002), ("mnist", 4, -0.05), ("cats_dogs", 6, 0.0)):
+        for u in range(units):
+            soft = 0.9 - 0.01 * u
+            rows.append({"task": task, "unit": u, "softmax": soft,
+                         "sinkhorn": soft * math.exp(effect + 0.001 * rng.normal())})
+    results = _check("C8", "trained models", rows, "paired", "no less", 3, FLOOR64,
+                     ((), None), margin=0.01)
+    assert [r.found for r in results] == ["parity", "less", "parity"]
+    assert [r.outcome for r in results] == ["agrees", "opposite", "agrees"]
+    rows = []  # C9: several rows per unit, averaged within the unit first
+    for i, s in enumerate(registry.ENTROPY_SCALES):
+        for u in range(3 + i):
+            for row in range(1 + u % 3):
+                rows.append({"task": f"σ = {s:g}", "unit": u, "softmax": 2.0 + 0.1 * row,
+                             "sinkhorn": (2.0 + 0.1 * row) * math.exp(
+                                 0.01 * i + 0.004 * rng.normal() + 0.01 * row)})
+    results = _check("C9", "random logits", rows, "paired", "more", 8, FLOOR64, ((), None),
+                     margin=0.01)
+    assert [r.units for r in results] == [(3,), (4,), (5,), (6,), (7,)]
+
+
+def test_no_more_claims_on_random_products():
+    spec = {"the paper's setting": (6, 9, lambda u, v, l: 0.02 * (u - 2.5) + (l == 1) * 5.0)}
+    rows = table_rows(spec)
+    for r in rows:
+        del r["variant"]
+    results = _check("C6a", "random matrices", rows, "paired", "no more", 1, FLOOR64,
+                     ((), FROM_TWO))
+    assert results[0].found == "parity" and results[0].level == pytest.approx(0.95)
+
+
+def test_sequence_matches_the_plain_loop_for_every_count():
+    rows = []
+    accuracy = {"text": (5, 0.002, lambda k: 0.8 if k >= 5 else 0.6),
+                "mnist": (3, 0.0005, lambda k: 0.9 - 0.002 * (k < 20)),
+                "cats_dogs": (2, 0.002, lambda k: 0.7)}
+    for task, (units, noise, acc) in accuracy.items():
+        for k in (2, 50, 0.5, 10, 20, 5, 1):
+            for u in range(units):
+                rows.append({"task": task, "unit": u, "position": k,
+                             "value": acc(k) * (1 + noise * ((u * 7 + int(k * 2)) % 5 - 2))})
+    results = run_sequence("B4", pd.DataFrame(rows), CI, {"text": "Text"})
+    expected = plain_sequence(rows, ("text", "mnist", "cats_dogs"), "Sinkhorn-trained models",
+                              1 - 0.05 / 3, 0.01, {"text": "Text"})
+    assert_results(results, expected)
+    assert [r.at for r in results[:6]] == [20.0, 10.0, 5.0, 2.0, 1.0, 0.5]
+    assert all(isinstance(r.at, float) for r in results)
+    assert [r.found for r in results[6:12]] == ["parity"] * 6
+    assert decide("B4", results) == "undecided"  # cats_dogs: two seeds, nothing decided
+    assert decide("B4", results[:12]) == "fewer iterations suffice"
+    with pytest.raises(ValueError, match=r"^B4 is registered for tasks \['text', 'mnist', "
+                                         r"'cats_dogs'\]; the data has \['cats_dogs', 'text'\]$"):
+        run_sequence("B4", pd.DataFrame([r for r in rows if r["task"] != "mnist"]), CI)
+
+
+# ----------------------------------------------------------------------------- registry in words
+
+from rankcollapse.registry import (Part, claims_markdown,  # noqa: E402
+                                   family_level_words, lipschitz_sizes, scale_label,
+                                   size_scale_label)
+
+HIDDEN = "relative residual of the hidden states (block outputs), composite norm"
+PATH_WORDS = "rank-1 relative residual of attention products along random paths, composite norm"
+PAIRED_WORDS = "mean log ratio Sinkhorn / softmax per unit, t interval over units"
+CONTRAST_WORDS = ("per unit, mean log ratio over the first selection minus that over the "
+                  "second; t interval over units; agrees only where Sinkhorn is also shown "
+                  "ahead in the first")
+
+
+def test_spans_at_their_edges():
+    assert Span(points=("half+1", 2, 2)).positions(8) == [2, 5]
+    assert Span(1, "half").positions(7) == [1, 2, 3]
+    assert Span("half+1", "L").positions(7) == [4, 5, 6, 7]
+    assert Span(1, 1).positions(1) == [1] and Span(1, 5).positions(5) == [1, 2, 3, 4, 5]
+    with pytest.raises(ValueError, match=r"^layers 2–L is empty or outside 1–1$"):
+        Span(2, "L").positions(1)
+    with pytest.raises(ValueError, match=r"^layers 0–3 is empty or outside 1–5$"):
+        Span(0, 3).positions(5)
+    with pytest.raises(ValueError, match=r"^depths 1–6 is empty or outside 1–5$"):
+        Span(1, 6, "depths").positions(5)
+    with pytest.raises(ValueError, match=r"^layers 7 is empty or outside 1–6$"):
+        Span(points=(7,)).positions(6)
+    with pytest.raises(ValueError, match=r"^layers 1, L is empty or outside 1–0$"):
+        Span(points=(1, "L")).positions(0)
+    assert Span(points=(1, "half", "L")).words() == "layers 1, L/2, L"
+    assert Span(points=("half+1",), noun="depths").words() == "depths L/2+1"
+    assert Span(1, "half").words() == "layers 1–L/2" and Span(2, 5, "depths").words() == \
+        "depths 2–5"
+    assert Span().words() == "layers 1–L"
+
+
+def test_parts_refuse_unknown_kinds_and_directions():
+    with pytest.raises(ValueError, match=r"^unknown test kind 'pairs'$"):
+        Part("p", "q", "u", "pairs", "more", ("t",))
+    with pytest.raises(ValueError, match=r"^unknown direction 'More'$"):
+        Part("p", "q", "u", "paired", "More", ("t",))
+    assert Part("p", "q", "u", "check", "", ("t",)).direction == ""
+    assert Part("p", "q", "u", "sequence", "either", ("t",)).test == "sequence"
+    assert Part("p", "q", "u", "groups", "no less", ("t",)).floor == 2.220446049250313e-15
+    assert Part("p", "q", "u", "groups", "more", ("t",), precision="float32").floor == \
+        1.1920928955078125e-06
+
+
+def test_selections_and_statements_in_words():
+    def first(cid):
+        return CLAIMS[cid].parts[0]
+
+    assert first("C4a").selection() == "layers 1–L; full model"
+    assert first("C4b").selection() == "layers 1–L/2 full model against layers L/2+1–L full model"
+    assert first("C4c").selection() == ("layers 1–L/2 full model, without FFN against layers "
+                                        "1–L/2 without skip, pure attention (no FFN, no skip)")
+    assert first("C6a").selection() == "depths 2–L" and first("C8").selection() == \
+        "one value per unit"
+    assert CLAIMS["C10"].parts[1].selection() == "layers 1, L/2, L; full model"
+    bare = Part("p", "q", "u", "contrast", "more", ("t",), Span())
+    assert bare.selection() == "layers 1–L against layers 1–L"
+    assert Part("p", "q", "u", "paired", "more", ("t",), None, ("a", "b")).selection() == \
+        "one value per unit; a, b"
+    assert first("C4b").statement() == CONTRAST_WORDS + "; margin 1.1"
+    assert first("C8").statement() == PAIRED_WORDS + "; margin 1.01"
+    assert first("C6c").statement() == ("two independent groups of units, mean log per unit; "
+                                        "Welch t interval of the difference; margin 1.1")
+    assert first("B4").statement() == ("accuracy with k iterations against the most, paired "
+                                       "over units, tested from the most iterations down; "
+                                       "margin 1.01")
+    assert first("C1").statement() == "below 1e-08 at every logit scale"
+    assert Part("p", "q", "u", "contrast", "more", ("t",), Span(), margin=0.25).statement() == \
+        ("per unit, mean log ratio over the first selection minus that over the second; t "
+         "interval over units; margin 1.25")
+
+
+def test_registered_parts_written_out():
+    trained = ("text", "mnist", "cats_dogs")
+    assert CLAIMS["C4a"].parts == (Part("trained models", HIDDEN, "training seed", "paired",
+                                        "more", "each trained task", Span(1, "L", "layers"),
+                                        ("full model",)),)
+    assert CLAIMS["C4e"].parts[0].span == Span(2, "L", "depths")
+    assert CLAIMS["C9"].parts[1] == Part("trained models", "mean row entropy of the attention",
+                                         "training seed", "paired", "more", "each trained task",
+                                         Span(), ("full model",), margin=0.01)
+    assert CLAIMS["B1"].parts[1] == Part("trained pure, no LayerNorm", HIDDEN, "training seed",
+                                         "paired", "either", "each task trained pure", Span(),
+                                         ("pure attention, no LayerNorm",))
+    assert CLAIMS["C10"].parts[1].span == Span(points=(1, "half", "L"))
+    assert tasks_of(CLAIMS["C10"].parts[1], CI) == trained
+    assert CLAIMS["C6b"].parts[0].quantity == PATH_WORDS
+    assert [p.precision for p in CLAIMS["C6d"].parts] == ["float32", "float64", "float64",
+                                                          "float64"]
+    assert CLAIMS["C4a"].finding is False and CLAIMS["B4"].finding is True
+    assert CLAIMS["C10"].rule == "finding" and CLAIMS["B2"].rule == "mechanism"
+    with pytest.raises(ValueError, match=r"^C9 has no part 'x'; its parts: random logits, "
+                                         r"trained models$"):
+        CLAIMS["C9"].part("x")
+    assert CLAIMS["C9"].part("trained models") is CLAIMS["C9"].parts[1]
+
+
+def test_task_labels_and_family_words():
+    assert scale_label(0.5) == "σ = 0.5" and scale_label(2.0) == "σ = 2"
+    assert size_scale_label(16, 2.0) == "n = 16, σ = 2"
+    assert lipschitz_sizes(CI) == (16, 32)
+    assert tasks_of(CLAIMS["C10"].parts[0], CI) == (
+        "n = 16, σ = 0.5", "n = 16, σ = 1", "n = 16, σ = 2", "n = 16, σ = 4",
+        "n = 32, σ = 0.5", "n = 32, σ = 1", "n = 32, σ = 2", "n = 32, σ = 4")
+    assert tasks_of(CLAIMS["C6c"].parts[0], CI) == (
+        "text, softmax", "text, sinkhorn", "mnist, softmax", "mnist, sinkhorn",
+        "cats_dogs, softmax", "cats_dogs, sinkhorn")
+    assert tasks_of(CLAIMS["C9"].parts[0], CI) == ("σ = 0.5", "σ = 1", "σ = 2", "σ = 3", "σ = 5")
+    assert tasks_of(CLAIMS["C1"].parts[0], CI) == ("every logit scale",)
+    assert family_level_words(1) == "95% each (1 test)"
+    assert family_level_words(2) == "97.5% each (2 tests)"
+    assert family_level_words(3) == "98.3% each (3 tests)"
+    assert family_level_words(12) == "99.6% each (12 tests)"
+    sizes = {"C1": 1, "C2a": 1, "C4a": 3, "C4b": 3, "C5": 1, "C6a": 1, "C6c": 6, "C6d": 12,
+             "C7": 1, "C8": 3, "C9": 8, "C10": 11, "B1": 2, "B2": 2, "B3": 6, "B4": 3}
+    assert {cid: family(cid, CI) for cid in sizes} == sizes
+
+
+def test_run_messages_written_out():
+    rows = table_rows({"text": (3, 4, lambda u, v, l: 0.0), "mnist": (3, 4, lambda u, v, l: 0.0)})
+    with pytest.raises(ValueError, match=r"^C4a / trained models is registered for tasks "
+                                         r"\['text', 'mnist', 'cats_dogs'\]; the data has "
+                                         r"\['text', 'mnist'\]$"):
+        run("C4a", "trained models", pd.DataFrame(rows), CI)
+    with pytest.raises(ValueError, match=r"^C1 / random pure attention is a check; see "
+                                         r"check_result and run_sequence$"):
+        run("C1", "random pure attention", pd.DataFrame(rows), CI)
+    with pytest.raises(ValueError, match=r"^B4 / Sinkhorn-trained models is a sequence"):
+        run("B4", "Sinkhorn-trained models", pd.DataFrame(rows), CI)
+    with pytest.raises(ValueError, match=r"^the data has no rows for the registered variants "
+                                         r"\['full model'\]$"):
+        run("C4a", "trained models", pd.DataFrame(
+            [dict(r, variant="x") for r in rows] + [dict(rows[0], task="cats_dogs")]), CI)
+
+
+def test_decide_by_each_rule():
+    def r(found, outcome, at=None, task="text"):
+        return Result("p", task, 1.0, found, outcome, at=at)
+
+    assert decide("C4a", [r("more", "agrees"), r("parity", "against")]) == "partly reproduced"
+    assert decide("B2", [r("more", "agrees"), r("more", "against")]) == "mixed"
+    assert decide("B2", [r("more", "agrees")]) == "supported"
+    assert decide("C10", [r("more", "agrees"), r("more", "agrees")]) == "Sinkhorn higher"
+    assert decide("B3", [r("less", "agrees"), r("undecided", "undecided")]) == \
+        "Sinkhorn lower in part"
+    assert decide("B4", []) == "not testable here"
+    seq = [r("parity", "agrees", 20.0), r("less", "opposite", 10.0),
+           r("parity", "agrees", 20.0, "mnist"), r("parity", "agrees", 10.0, "mnist")]
+    assert decide("B4", seq) == "fewer iterations suffice"
+    assert decide("B4", [r("less", "opposite", 20.0), r("parity", "agrees", 10.0)]) == \
+        "all iterations needed"
+    assert decide("B4", [r("undecided", "undecided", 20.0)]) == "undecided"
+    assert decide("B4", [r("less", "opposite", 20.0), r("parity", "agrees", 20.0, "mnist")]) == \
+        "all iterations needed"  # each task on its own
+    # a result at the most iterations itself is the reference: parity by definition
+    assert decide("B4", [r("less", "opposite", 50.0), r("parity", "agrees", 20.0)]) == \
+        "fewer iterations suffice"
+
+
+CLAIM_IDS = ("C1, C2a, C3a, C3b, C3c, C4a, C4b, C4c, C4d, C4e, C5, C6a, C6b, C6c, C6d, C7, C8, "
+             "C9, C10, B1, B2, B3, B4")
+
+
+def test_claims_written_out():
+    with pytest.raises(ValueError, match=rf"^unknown claim id 'C99'; the claims are {CLAIM_IDS}$"):
+        Claim("C99", "reproduced", "")
+    with pytest.raises(ValueError, match=r"^unknown verdict 'supported' for C4a; valid: "
+                                         r"reproduced, partly reproduced, not reproduced, "
+                                         r"contradicted, undecided, not testable here$"):
+        Claim("C4a", "supported", "")
+    with pytest.raises(ValueError, match=r"^unknown verdict 'reproduced' for C10; valid: "
+                                         r"Sinkhorn higher, Sinkhorn lower, Sinkhorn higher in "
+                                         r"part, Sinkhorn lower in part, parity, parity in part, "
+                                         r"mixed, supported, not supported, fewer iterations "
+                                         r"suffice, all iterations needed, undecided, not "
+                                         r"testable here$"):
+        Claim("C10", "reproduced", "")
+    a = Result("random logits", "σ = 1", 1.2, "more", "agrees", 1.1, 1.3, 0.99, (4,))
+    b = Result("trained models", "text", 1.0, "parity", "against", 0.95, 1.05, 0.99, (4,))
+    claim = Claim.of("C9", [b, a], "Found it.", figure="fig-a", data="wordnet")
+    assert claim == Claim("C9", "partly reproduced", "Found it.", (b, a), "fig-a", "wordnet")
+    assert claim.claim == ("doubly stochastic attention spreads attention more evenly (higher "
+                           "row entropy)")
+    assert claim.record() == {"id": "C9", "claim": claim.claim, "verdict": "partly reproduced",
+                              "finding": "Found it.", "results": [b.record(), a.record()],
+                              "figure": "fig-a", "data": "wordnet"}
+    assert claim.markdown() == ("- **C9** doubly stochastic attention spreads attention more "
+                                "evenly (higher row entropy) (random logits; trained models): "
+                                "**partly reproduced**. Found it.")
+    one = Claim.of("C9", [a], "Random only.")
+    assert one.markdown().startswith("- **C9** doubly stochastic") and \
+        "(random logits): **reproduced**. Random only." in one.markdown()
+    assert Claim("C9", "undecided", "Nothing.").markdown() == (
+        "- **C9** doubly stochastic attention spreads attention more evenly (higher row "
+        "entropy): **undecided**. Nothing.")
+    single = Claim.of("C4a", [Result("trained models", "text", 1.5, "more", "agrees")], "Yes.")
+    assert single.markdown() == ("- **C4a** trained models: the hidden-state (block output) "
+                                 "residual stays higher under Sinkhorn: **reproduced**. Yes.")
+    assert (single.figure, single.data) == (None, None)
+
+
+def test_claims_markdown_joins_the_rules_it_needs():
+    c4a = Claim("C4a", "reproduced", "Yes.")
+    b2 = Claim("B2", "supported", "It holds.")
+    claims = claims_markdown([c4a, c4a])
+    assert claims.startswith(c4a.markdown() + "\n" + c4a.markdown() + "\n\nEach comparison is "
+                             "Sinkhorn / softmax over independent units")
+    assert "with more than half the values tied there is no verdict. A claim is decided by its "\
+        "primary tests alone" in claims
+    assert claims.endswith("A claim decided by a numerical check is reproduced when the check "
+                           "passes.")
+    questions = claims_markdown([b2])
+    assert questions.startswith(b2.markdown() + "\n\nEach comparison")
+    assert "no verdict. An open question's verdict says what" in questions
+    assert "A claim is decided" not in questions
+    both = claims_markdown([b2, c4a])
+    assert "the check passes. An open question's verdict" in both
+    assert both.endswith("tested from 50 down.")
+
+
+def test_registry_rows_written_out():
+    table = registry.rows(CI)
+    assert len(table) == 31
+    by = {(r["id"], r["part"]): r for r in table}
+    assert by["C5", "–"] == {
+        "id": "C5", "claim": "the paper's settings: 24 layers, width 128, 4 heads, its three "
+        "datasets", "part": "–", "quantity": "–", "where": "–", "unit": "–", "direction": "–",
+        "test": "not tested: the `ci` profile trains smaller models on stand-in data; the "
+                "`full` profile uses the paper's sizes and datasets, and its verdict is that "
+                "run's", "tasks": (), "family": "–"}
+    assert by["C3a", "one random head"]["unit"] == "–"
+    assert by["C1", "random pure attention"] == {
+        "id": "C1", "claim": "repeated attention mixing drives all tokens to one vector (rank "
+        "collapse)", "part": "random pure attention", "quantity": "relative residual of the "
+        "last hidden state, pure softmax attention (no FFN, no skip) with random weights",
+        "where": "–", "unit": "weight draw", "direction": "–",
+        "test": "below 1e-08 at every logit scale", "tasks": ("every logit scale",),
+        "family": "–"}
+    assert by["C4b", "trained models"] == {
+        "id": "C4b", "claim": "the advantage is most visible in early layers",
+        "part": "trained models", "quantity": HIDDEN,
+        "where": "layers 1–L/2 full model against layers L/2+1–L full model",
+        "unit": "training seed", "direction": "Sinkhorn higher",
+        "test": CONTRAST_WORDS + "; margin 1.1", "tasks": ("text", "mnist", "cats_dogs"),
+        "family": "3"}
+    assert by["C10", "trained layers"]["family"] == "11"
+    assert by["C10", "trained layers"]["direction"] == "either way (a question)"
+    assert by["C6a", "random matrices"]["direction"] == "no Sinkhorn advantage"
+    assert by["C8", "trained models"]["direction"] == "Sinkhorn matches or improves"
+    assert by["B4", "Sinkhorn-trained models"]["family"] == "3"
+    assert by["B4", "Sinkhorn-trained models"]["direction"] == "parity"
+    assert [r["id"] for r in table][:4] == ["C1", "C2a", "C2a", "C3a"]
+
+
+def test_the_hidden_state_part_helper_defaults():
+    """`_hidden` builds the registry at import; called here, its defaults are checked."""
+    assert registry._hidden("trained models", "q") == Part(
+        "trained models", "q", "training seed", "paired", "more", "each trained task",
+        Span(1, "L", "layers"), ("full model",))
+    assert registry._hidden("n", "q", Span(2, "L", "depths"), ("v",), "either",
+                            "each image task", margin=0.2) == Part(
+        "n", "q", "training seed", "paired", "either", "each image task",
+        Span(2, "L", "depths"), ("v",), margin=0.2)
+
+
+def test_a_contrast_decides_its_requirement_at_its_own_margin(monkeypatch):
+    """The requirement is found at the part's margin, and a contrast that does not require
+    the advantage records no requirement (a registry entry changed for the test)."""
+    spec = {"text": (5, 12, lambda u, v, l: (0.2 if l <= 6 else -0.4) + 0.01 * u),
+            "mnist": (5, 12, lambda u, v, l: (0.2 if l <= 6 else -0.4) + 0.01 * u),
+            "cats_dogs": (5, 12, lambda u, v, l: (0.2 if l <= 6 else -0.4) + 0.01 * u)}
+    rows = table_rows(spec)
+    part = CLAIMS["C4b"].parts[0]
+    wide = replace(part, margin=0.3)
+    monkeypatch.setitem(CLAIMS, "C4b", replace(CLAIMS["C4b"], parts=(wide,)))
+    results = _check("C4b", "trained models", rows, "contrast", "more", 3, FLOOR64,
+                     (("full model",), FIRST_HALF), (("full model",), SECOND_HALF),
+                     requires=True, margin=0.3)
+    assert [r.requirement for r in results] == ["parity"] * 3  # 1.22 is within 1.3
+    assert [r.outcome for r in results] == ["against"] * 3
+    free = replace(part, requires=False)
+    monkeypatch.setitem(CLAIMS, "C4b", replace(CLAIMS["C4b"], parts=(free,)))
+    results = _check("C4b", "trained models", rows, "contrast", "more", 3, FLOOR64,
+                     (("full model",), FIRST_HALF), (("full model",), SECOND_HALF))
+    assert [r.requirement for r in results] == [None] * 3
+    assert [r.outcome for r in results] == ["agrees"] * 3

@@ -132,3 +132,207 @@ def test_calibration_uses_the_design_of_the_results():
     assert parity.false_rate <= 0.05 and parity.power > 0.9
     assert calibration([check_result("p", "t", 1.0, True)], "more", 1) is None
     assert calibration(tests, "either", 3) is None
+
+
+# ----------------------------------------------------------------------------- exact values
+
+from references import plain_calibration, plain_claim_verdict, plain_simulate  # noqa: E402
+from rankcollapse.verdicts import comparative, marginal_check  # noqa: E402
+
+
+def test_result_record_and_its_checks():
+    r = Result("part", "task", 1.5, "more", "agrees", 1.2, 1.8, 0.98, (5, 7), 1.3, 2, 1, 20,
+               (0.1, 0.2), "more", "≤", 3.0)
+    assert r.record() == {"part": "part", "task": "task", "number": 1.5, "found": "more",
+                          "outcome": "agrees", "low": 1.2, "high": 1.8, "level": 0.98,
+                          "units": [5, 7], "detectable": 1.3, "censored": 2, "tied": 1,
+                          "values": 20, "sd": [0.1, 0.2], "requirement": "more", "bound": "≤",
+                          "at": 3.0}
+    bare = Result("p", "t", None, "not checked", "untested")
+    assert bare.record() == {"part": "p", "task": "t", "number": None, "found": "not checked",
+                             "outcome": "untested", "low": None, "high": None, "level": None,
+                             "units": [], "detectable": None, "censored": 0, "tied": 0,
+                             "values": 0, "sd": [], "requirement": None, "bound": "",
+                             "at": None}
+    with pytest.raises(ValueError, match=r"^unknown outcome 'Agrees'; valid: agrees, against, "
+                                         r"opposite, undecided, untested$"):
+        Result("p", "t", 1.0, "more", "Agrees")
+    with pytest.raises(ValueError, match=r"^inverted interval 1\.2–1\.1 \(trained, text\)$"):
+        Result("trained", "text", 1.0, "more", "agrees", 1.2, 1.1)
+    assert Result("p", "t", 1.0, "parity", "agrees", 1.0, 1.0).low == 1.0  # a point interval
+    assert Result("p", "t", 1.0, "parity", "agrees", 2.0, None).low == 2.0  # one end only
+    assert Result("p", "t", 1.0, "parity", "agrees", None, 0.5).high == 0.5
+
+
+def test_checks_written_out():
+    assert check_result("a", "b", 0.5, True, "≤") == Result("a", "b", 0.5, "passes", "agrees",
+                                                            bound="≤")
+    assert check_result("a", "b", 2.0, False) == Result("a", "b", 2.0, "fails", "against")
+    assert check_result("a", "b", None, None) == Result("a", "b", None, "not checked",
+                                                        "untested")
+    assert marginal_check("random", "logits", 9.99e-7) == Result("random", "logits", 9.99e-7,
+                                                                 "passes", "agrees")
+    assert marginal_check("random", "logits", 1e-6) == Result("random", "logits", 1e-6,
+                                                              "fails", "against")
+
+
+def test_claim_verdict_against_the_plain_rule_on_every_short_list():
+    import itertools
+    words = ("agrees", "against", "opposite", "undecided", "untested")
+    for n in range(4):
+        for outcomes in itertools.product(words, repeat=n):
+            assert claim_verdict(list(outcomes)) == plain_claim_verdict(outcomes), outcomes
+    with pytest.raises(ValueError, match=r"^unknown outcomes \['Agrees', 'more'\]; valid: "
+                                         r"agrees, against, opposite, undecided, untested$"):
+        claim_verdict(["more", "agrees", "Agrees"])
+
+
+@pytest.mark.parametrize("found, expected", [
+    (["less"], "Sinkhorn lower"), (["less", "not less"], "Sinkhorn lower in part"),
+    (["parity", "not more"], "parity in part"), (["parity"], "parity"),
+    (["not more"], "undecided"), (["more", "less", "parity"], "mixed"),
+    (["more", "not more", "not less", "undecided"], "Sinkhorn higher in part"),
+    (["undecided", "undecided"], "undecided")])
+def test_more_findings(found, expected):
+    assert finding_verdict(found) == expected
+
+
+def test_finding_message():
+    with pytest.raises(ValueError, match=r"^unknown results \['More', 'Parity'\]; valid: more, "
+                                         r"less, parity, not more, not less, undecided$"):
+        finding_verdict(["Parity", "more", "More"])
+
+
+@pytest.mark.parametrize("outcomes, expected", [
+    (["untested"], "undecided"), (["against", "undecided"], "not supported"),
+    (["opposite"], "not supported"), (["agrees", "opposite"], "mixed"),
+    (["agrees", "untested", "agrees"], "supported"), (["undecided", "untested"], "undecided")])
+def test_more_mechanism_words(outcomes, expected):
+    assert mechanism_verdict(outcomes) == expected
+
+
+def test_iterations_edges():
+    with pytest.raises(ValueError, match=r"^every task needs a result at every iteration "
+                                         r"count$"):
+        iterations_verdict({})
+    with pytest.raises(ValueError, match="every iteration count"):
+        iterations_verdict({"a": {}})
+    assert iterations_verdict({"a": {50: "parity"}}) == ("undecided", 50)
+    assert iterations_verdict({"a": {50: "less"}}) == ("all iterations needed", 50)
+    every = {"a": {50: "parity", 20: "parity", 1: "parity"},
+             "b": {50: "parity", 20: "parity", 1: "parity"}}
+    assert iterations_verdict(every) == ("fewer iterations suffice", 1)
+    first = {"a": {50: "parity", 20: "parity", 1: "less"}, "b": {50: "parity", 20: "parity",
+                                                               1: "parity"}}
+    assert iterations_verdict(first) == ("fewer iterations suffice", 20)
+    lost = {"a": {50: "parity", 20: "undecided", 1: "less"},
+            "b": {50: "parity", 20: "less", 1: "less"}}
+    assert iterations_verdict(lost) == ("all iterations needed", 50)
+    assert iterations_verdict({"a": {50: "parity", 20: "less"}}) == ("all iterations needed", 50)
+    later = {"a": {50: "parity", 20: "undecided", 1: "less"}}  # lost only further down
+    assert iterations_verdict(later) == ("undecided", 50)
+
+
+def test_result_words_written_out():
+    two = Result("p", "t", 2.5, "more", "agrees", 1.5, 4.0, 0.95, (3, 12), float("nan"))
+    assert result_words(two, ("seeds", "pools")) == "2.50 (95% interval 1.50–4.00, 3 seeds and " \
+                                                     "12 pools)"
+    assert result_words(two, "units") == "2.50 (95% interval 1.50–4.00, 3 units and 12 units)"
+    none = Result("p", "t", 1.5, "more", "agrees", 1.2, 1.8, 0.99, (4,))
+    assert result_words(none) == "1.50 (99% interval 1.20–1.80, 4 seeds)"
+    assert result_words(Result("p", "t", None, "undecided", "undecided")) == "no estimate"
+    assert result_words(Result("p", "t", float("nan"), "undecided", "undecided")) == \
+        "no estimate"
+    assert result_words(Result("p", "t", 0.123, "fails", "against")) == "0.123"
+    assert result_words(Result("p", "t", 0.5, "undecided", "undecided", float("nan"),
+                               float("nan"), 0.95, (2,))) == "0.500"
+
+
+def test_results_sentence_written_out():
+    a = Result("p", "text", 1.32, "not more", "against", 1.1, 1.58, 1 - 0.05 / 3, (5,), 1.45,
+               at=5.0)
+    b = Result("p", "mnist", 1.0, "undecided", "undecided", values=10, tied=6, units=(5,))
+    c = check_result("p", "cats", 2e-3, False)
+    half = Result("p", "dogs", 1.0, "undecided", "undecided", values=10, tied=5)
+    assert results_sentence([a, b, c, half], unit="pools", words={"not more": "no lead"}) == (
+        "text, 5: no lead, ratio 1.32 (98.3% interval 1.10–1.58, 5 pools; detectable 1.45); "
+        "mnist: undecided (mostly tied at the rounding floor), ratio 1.00; "
+        "cats: the check fails, value 0.00200; dogs: undecided, value 1.00.")
+    assert results_sentence([check_result("p", "x", None, None)]) == \
+        "x: not checked on this run, value no estimate."
+    assert results_sentence([a]) == (
+        "text, 5: no Sinkhorn advantage of the margin's size, ratio 1.32 (98.3% interval "
+        "1.10–1.58, 5 seeds; detectable 1.45).")
+
+
+def test_boundaries_with_other_margins_and_effects():
+    assert boundary("parity", 0.5) == pytest.approx(math.log(1.5))
+    assert boundary("no more", 0.5) == pytest.approx(math.log(1.5))
+    assert boundary("no less", 0.5) == pytest.approx(-math.log(1.5))
+    assert boundary("more", 0.5) == 0.0 and boundary("less", 0.5) == 0.0
+    assert alternative("more", 2.0) == pytest.approx(math.log(2.0))
+    assert alternative("less", 2.0) == pytest.approx(-math.log(2.0))
+    assert alternative("parity", 2.0) == 0 and alternative("no less", 2.0) == 0
+    assert alternative("no more") == 0
+
+
+def test_comparative_words():
+    assert comparative("larger", "smaller") == {
+        "more": "Sinkhorn larger", "less": "Sinkhorn smaller",
+        "not more": "Sinkhorn not larger by the margin",
+        "not less": "Sinkhorn not smaller by the margin"}
+
+
+DESIGNS = {"paired": ([(0.1,)], [(4,)]), "groups": ([(0.1, 0.15)], [(3, 6)]),
+           "no spread": ([(0.0,)], [(3,)]), "no spread, groups": ([(0.0, 0.0)], [(4, 3)]),
+           "mixed": ([(0.3,), (0.0,), (0.2, 0.5), (0.0, 0.0), (0.1,)],
+                     [(4,), (3,), (3, 6), (4, 3), (8,)])}
+
+
+@pytest.mark.parametrize("design", DESIGNS)
+@pytest.mark.parametrize("direction, log_ratio, family, margin", [
+    ("more", 0.3, 1, 0.1), ("less", -0.2, 2, 0.2), ("parity", 0.0, 1, 0.5),
+    ("no more", 0.05, 2, 0.1), ("no less", 0.1, 1, 0.3)])
+def test_simulated_outcomes_match_the_plain_loop_draw_by_draw(design, direction, log_ratio,
+                                                              family, margin):
+    sds, units = DESIGNS[design]
+    got = simulate_outcomes(sds, units, direction, log_ratio, family, 30,
+                            np.random.default_rng(5), margin)
+    expected = plain_simulate(sds, units, direction, log_ratio, family, 30,
+                              np.random.default_rng(5), margin)
+    assert got == expected
+
+
+def test_simulated_outcomes_default_margin():
+    sds, units = DESIGNS["groups"]
+    got = simulate_outcomes(sds, units, "more", 0.12, 1, 40, np.random.default_rng(2))
+    assert got == plain_simulate(sds, units, "more", 0.12, 1, 40, np.random.default_rng(2), 0.1)
+    assert len(set(got)) > 1
+
+
+@pytest.mark.parametrize("direction, seed, effect", [("more", 3, 1.3), ("less", 4, 1.5),
+                                                     ("parity", 0, 1.5), ("no more", 1, 2.0),
+                                                     ("no less", 2, 1.5)])
+def test_calibration_matches_the_plain_loop(direction, seed, effect):
+    tests = [Result("p", "a", 1.0, "undecided", "undecided", units=(5,), sd=(0.15,)),
+             Result("p", "b", 1.0, "undecided", "undecided", units=(4, 6), sd=(0.1, 0.2)),
+             Result("p", "c", 1.0, "undecided", "undecided", units=(3,)),  # no sd: 1
+             check_result("p", "d", 1.0, True)]  # no units: not simulated
+    c = calibration(tests, direction, 4, runs=40, seed=seed, effect=effect)
+    false_rate, power, every = plain_calibration(tests[:3], direction, 4, 40, seed, effect)
+    assert (c.false_rate, c.power, c.power_every, c.runs) == (false_rate, power, every, 40)
+    assert 0 < c.power
+
+
+def test_calibration_defaults_and_refusals():
+    tests = [Result("p", "a", 1.0, "undecided", "undecided", units=(6,), sd=(0.5,))]
+    c = calibration(tests, "more", 1)
+    assert 0.2 < c.power < 0.8  # neither certain nor hopeless at a 1.5x effect
+    assert (c.false_rate, c.power, c.power_every, c.runs) == plain_calibration(
+        tests, "more", 1, 2000, 0, 1.5) + (2000,)
+    assert calibration(tests, "", 1) is None and calibration([], "more", 1) is None
+    no_spread = [Result("p", "a", 1.0, "undecided", "undecided", units=(40,))]  # sd 1 assumed
+    c = calibration(no_spread, "more", 1, runs=300, seed=1)
+    assert 0.2 < c.power < 0.8
+    assert (c.false_rate, c.power, c.power_every) == plain_calibration(no_spread, "more", 1,
+                                                                       300, 1, 1.5)
