@@ -153,15 +153,15 @@ def plain_quantile(p: float, df: int) -> float:
     return t_quantile(p, df)
 
 
-def plain_simulate(sds, units, direction, log_ratio, family, runs, rng, margin=0.1):
+def plain_simulate(sds, units, direction, log_ratios, margins, family, runs, rng):
     """Claim verdicts of simulated designs, drawing in the order of the docstring of
-    `verdicts.simulate_outcomes`: per task the paired scores (or the reference group, then
-    the other)."""
+    `verdicts.simulate_outcomes`: per test the paired scores (or the reference group, then
+    the other), each with its own true log ratio and margin."""
     level = 1 - 0.05 / family
     verdicts = []
     for _ in range(runs):
         outcomes = []
-        for sd, n in zip(sds, units):
+        for sd, n, log_ratio, margin in zip(sds, units, log_ratios, margins):
             if len(n) == 1:
                 x = [float(v) for v in rng.normal(log_ratio, sd[0] or 1.0, n[0])]
                 mean, se, df = plain_mean(x), plain_sd(x) / math.sqrt(n[0]), n[0] - 1
@@ -217,7 +217,7 @@ def plain_result(part, task, groups, level, values, censored, tied, sd, directio
     elif len(groups) == 2 and min(units) >= 3:
         estimate = plain_welch(groups[0], groups[1])
     base = dict(part=part, task=task, level=level, units=units, censored=censored, tied=tied,
-                values=values, sd=sd, requirement=requirement, bound="", at=None)
+                values=values, sd=sd, requirement=requirement, bound="", at=None, margin=margin)
     if estimate is None or tied > values / 2:
         return dict(base, number=None if estimate is None else math.exp(estimate[0]),
                     found="undecided", outcome="undecided", low=None, high=None,
@@ -250,8 +250,12 @@ def plain_run(rows, tasks, part, kind, direction, level, floor, first, second=No
             sides = [plain_scores(plain_select([r for r in mine if r["group"] == side], *first),
                                   floor) for side in ("reference", "other")]
             groups = [list(s[0].values()) for s in sides]
+            one_value = any("value" in r for r in mine)
+            both_low = all(s[2] > s[1] / 2 for s in sides)  # each group mostly at the floor
+            tied = ((sides[0][2] + sides[1][2]) * both_low if one_value
+                    else sides[0][3] + sides[1][3])
             out.append(plain_result(part, name, groups, level, sides[0][1] + sides[1][1],
-                                    sides[0][2] + sides[1][2], 0,
+                                    sides[0][2] + sides[1][2], tied,
                                     tuple(_sd_or_nan(g) for g in groups), direction, margin))
             continue
         s1, v1, c1, t1 = plain_scores(plain_select(mine, *first), floor)
@@ -301,11 +305,13 @@ def plain_calibration(tests, direction, family, runs, seed, effect):
     sds = [r.sd or (1.0,) * len(r.units) for r in tests]
     units = [r.units for r in tests]
     rng = np.random.default_rng(seed)
-    null_at = {"more": 0.0, "less": 0.0, "parity": math.log(1.1), "no more": math.log(1.1),
-               "no less": -math.log(1.1)}[direction]
-    alt_at = {"more": math.log(effect), "less": -math.log(effect)}.get(direction, 0.0)
-    null = plain_simulate(sds, units, direction, null_at, family, runs, rng)
-    alt = plain_simulate(sds, units, direction, alt_at, family, runs, rng)
+    margins = [r.margin for r in tests]
+    null_at = [{"more": 0.0, "less": 0.0, "parity": math.log(1 + m), "no more": math.log(1 + m),
+                "no less": -math.log(1 + m)}[direction] for m in margins]
+    alt_at = [{"more": math.log(effect), "less": -math.log(effect)}.get(direction, 0.0)
+              for _ in tests]
+    null = plain_simulate(sds, units, direction, null_at, margins, family, runs, rng)
+    alt = plain_simulate(sds, units, direction, alt_at, margins, family, runs, rng)
     found = ("reproduced", "partly reproduced")
     return (sum(v in found for v in null) / runs, sum(v in found for v in alt) / runs,
             sum(v == "reproduced" for v in alt) / runs)

@@ -80,7 +80,11 @@ def test_page_findings_and_json_agree(tmp_path):
     summary = (tmp_path / FINDINGS_PAGE).read_text()
     assert "- **contradicted**: C4a" in summary and "Contradicted (the opposite shown): C4a (" \
         in summary
-    assert "Undecided (this run could not tell): C8 (smallest ratio detectable 1.50)" in summary
+    assert ("Undecided (this run could not tell): C8 (it could have shown parity within a factor "
+            "1.50)") in summary
+    differ = findings([dict(r, verdict="undecided", detectable_ratio=2.0) for r in rows
+                       if r["id"] == "C4a"], "ci")
+    assert "C4a (it could have detected a ratio of 2)" in differ
     saved = json.loads((tmp_path / "book" / JSON).read_text())
     assert saved == rows
     assert set(saved[0]) >= {"id", "claim", "verdict", "results", "primary_test", "units",
@@ -260,8 +264,8 @@ def test_the_findings_summary_written_out(tmp_path):
         "more evenly (higher row entropy)); C6a (products of independent random matrices show "
         "no Sinkhorn advantage). Not reproduced (decided against the paper without "
         "the opposite): C4a (trained models: the hidden-state (block output) residual stays "
-        "higher under Sinkhorn). Undecided (this run could not tell): C8 (smallest ratio "
-        "detectable 1.50); C4b.\n"
+        "higher under Sinkhorn). Undecided (this run could not tell): C8 (it could have "
+        "shown parity within a factor 1.50); C4b.\n"
         "Each verdict, its tests and its figure are in the {doc}`claims`.\n\n"
         "The `ci` profile trains small models on stand-in data with few seeds: its verdicts "
         "demonstrate the method at small scale and are not a test of the paper's experiment, "
@@ -311,8 +315,12 @@ def test_result_rows_written_out():
     assert _result_row(groups) == ("| | trained models: text\\|a, 5 | not lower by the margin | "
                                    "0.800 (0.700–0.900) | 99.5% | 3+12 | – | |")
     tied = dict(r, found="undecided", low=None, high=None, tied=19, values=36)
+    # no interval: no level and no power to state
     assert _result_row(tied) == ("| | trained models: text\\|a | undecided (mostly tied at the "
-                                 "floor) | 0.800 | 98.3% | 3 | 1.50 | |")
+                                 "floor) | 0.800 | – | 3 | – | |")
+    narrow = dict(r, number=0.99871, low=0.99512, high=1.00231, margin=0.01)
+    assert "| 0.9987 (0.9951–1.002) |" in _result_row(narrow)
+    assert "| 0.999 (0.995–1.00) |" in _result_row(dict(narrow, margin=0.05))
     assert _result_row(dict(r, tied=18)).startswith("| | trained models: text\\|a | lower | ")
     check = check_result("p", "t", 2.2e-15, True, bound="≤").record()
     assert _result_row(check) == "| | p: t | check passes | ≤2.2×10⁻¹⁵ | – | – | – | |"
@@ -331,7 +339,7 @@ def test_tables_written_out(tmp_path):
         ":::{div} ledger", head + "\n|---|---|---|---|---|---|---|---|",
         "| **C4b** | the advantage is most visible in early layers | **undecided** | | | | | "
         "{doc}`chapters/06_six` |",
-        "| | trained models: text | undecided (mostly tied at the floor) | 1 | 98.3% | 3 | – | |",
+        "| | trained models: text | undecided (mostly tied at the floor) | 1 | – | 3 | – | |",
         "| **B4** | how many Sinkhorn iterations inference needs | **fewer iterations suffice** "
         "| | | | | {doc}`chapters/06_six` |",
         "| | Sinkhorn-trained models: text, 20 | parity | 1 (0.995–1.00) | 98.3% | 5 | 1.01 | |",
@@ -362,19 +370,20 @@ def test_tables_written_out(tmp_path):
     assert len(registry_lines) == 2 + 31 + 2 and registry_lines[-2:] == [":::", ""]
     assert registry_lines[:2] == [
         ":::{div} ledger",
-        "| id | part | quantity | layers, depths, variants | unit | direction | primary test | "
-        "tasks | family |\n|---|---|---|---|---|---|---|---|---|"]
+        "| id | part | quantity | layers, depths, variants | unit | its estimate | direction | "
+        "primary test | tasks | family |\n|---|---|---|---|---|---|---|---|---|---|"]
     assert registry_lines[2] == (
         "| C1 | random pure attention | relative residual of the last hidden state, pure "
-        "softmax attention (no FFN, no skip) with random weights | – | weight draw | – | below "
+        "softmax attention (no FFN, no skip) with random weights | – | weight draw | the checked "
+        "value | – | below "
         "1e-08 at every logit scale | every logit scale | – |")
     c4a = next(line for line in registry_lines if line.startswith("| C4a |"))
     assert c4a == ("| C4a | trained models | relative residual of the hidden states (block "
                    "outputs), composite norm | layers 1–L; full model | training seed | Sinkhorn "
-                   "higher | mean log ratio Sinkhorn / softmax per unit, t interval over units; "
+                   "/ softmax | Sinkhorn higher | mean log ratio Sinkhorn / softmax per unit, t interval over units; "
                    "margin 1.1 | text classification, MNIST digits, Cats and Dogs | 3 |")
     c5 = next(line for line in registry_lines if line.startswith("| C5 |"))
-    assert c5.endswith("| – | – | – | – | – | not tested: the `ci` profile trains smaller "
+    assert c5.endswith("| – | – | – | – | – | – | not tested: the `ci` profile trains smaller "
                        "models on stand-in data; the `full` profile uses the paper's sizes and "
                        "datasets, and its verdict is that run's | – | – |")
 

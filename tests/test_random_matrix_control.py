@@ -114,7 +114,7 @@ def test_claims_follow_the_registered_tests():
     c6a, c6b, c6d = claims(control, networks, controls, hidden, sweep, ci)
     assert c6a.verdict == "reproduced" and c6a.results[0].found == "parity"
     assert c6b.verdict == "reproduced" and c6b.results[0].found == "less"  # less agrees
-    assert c6a.results[0].task == "the paper's setting" and c6a.results[0].units == (12,)
+    assert c6a.results[0].task == "independent logits" and c6a.results[0].units == (12,)
     assert "parity in 2 of 2 cells" in c6a.finding and "(n = 32, logit scale 1" in c6a.finding
     parts = [r.part for r in c6d.results]
     assert parts.count("random networks with skips and LayerNorm, path products") == 2

@@ -411,12 +411,15 @@ def test_groups_run_matches_welch_on_every_task():
                         value = math.exp(-depth + level + (2.0 if variant != "full model" else 0))
                         if i == 3 and group == "other" and depth >= 9:
                             value = 1e-17  # censored
+                        if i == 4 and depth >= 3:
+                            value = 1e-18  # both groups mostly at the floor: a tie
                         rows.append({"task": task, "group": group, "unit": u, "variant": variant,
                                      "position": depth, "value": value})
     results = _check("C6c", "random against trained", rows, "groups", "more", 6, FLOOR64,
                      (("full model",), FROM_TWO))
     assert [r.units for r in results] == [(3, 12), (4, 6), (2, 5), (5, 5), (3, 3), (6, 4)]
     assert results[2].number is None and results[3].censored == 10
+    assert results[3].tied == 0 and (results[4].tied, results[4].found) == (48, "undecided")
     assert len({r.found for r in results}) >= 3
 
 
@@ -435,7 +438,8 @@ def test_groups_of_pairs_on_the_float32_floor():
                                  "softmax": soft, "sinkhorn": sink})
     results = _check("C6d", "random networks with skips and LayerNorm, path products", rows,
                      "groups", "more", 12, FLOOR32, ((), FROM_TWO))
-    assert [r.censored for r in results] == [9, 9] and [r.tied for r in results] == [0, 0]
+    # the pairs at depth 6 of the other group are at the floor on both sides: ties
+    assert [r.censored for r in results] == [9, 9] and [r.tied for r in results] == [5, 5]
 
 
 def test_either_direction_runs_at_the_registered_points():
@@ -493,7 +497,7 @@ def test_one_value_per_unit_without_positions_or_variants():
 
 
 def test_no_more_claims_on_random_products():
-    spec = {"the paper's setting": (6, 9, lambda u, v, l: 0.02 * (u - 2.5) + (l == 1) * 5.0)}
+    spec = {"independent logits": (6, 9, lambda u, v, l: 0.02 * (u - 2.5) + (l == 1) * 5.0)}
     rows = table_rows(spec)
     for r in rows:
         del r["variant"]
@@ -717,11 +721,13 @@ def test_claims_written_out():
                               "finding": "Found it.", "results": [b.record(), a.record()],
                               "figure": "fig-a", "data": "wordnet"}
     assert claim.markdown() == ("- **C9** doubly stochastic attention spreads attention more "
-                                "evenly (higher row entropy) (random logits; trained models): "
+                                "evenly (higher row entropy) (trained models; random logits): "
                                 "**partly reproduced**. Found it.")
     one = Claim.of("C9", [a], "Random only.")
-    assert one.markdown().startswith("- **C9** doubly stochastic") and \
-        "(random logits): **reproduced**. Random only." in one.markdown()
+    assert one.markdown() == (
+        "- **C9** doubly stochastic attention spreads attention more evenly (higher row "
+        "entropy) (tested here: random logits; the claims ledger decides the claim with "
+        "trained models too): **reproduced**. Random only.")
     assert Claim("C9", "undecided", "Nothing.").markdown() == (
         "- **C9** doubly stochastic attention spreads attention more evenly (higher row "
         "entropy): **undecided**. Nothing.")
@@ -756,8 +762,8 @@ def test_registry_rows_written_out():
     by = {(r["id"], r["part"]): r for r in table}
     assert by["C5", "–"] == {
         "id": "C5", "claim": "the paper's settings: 24 layers, width 128, 4 heads, its three "
-        "datasets", "part": "–", "quantity": "–", "where": "–", "unit": "–", "direction": "–",
-        "test": "not tested: the `ci` profile trains smaller models on stand-in data; the "
+        "datasets", "part": "–", "quantity": "–", "where": "–", "unit": "–", "estimate": "–",
+        "direction": "–", "test": "not tested: the `ci` profile trains smaller models on stand-in data; the "
                 "`full` profile uses the paper's sizes and datasets, and its verdict is that "
                 "run's", "tasks": (), "family": "–"}
     assert by["C3a", "one random head"]["unit"] == "–"
@@ -765,15 +771,15 @@ def test_registry_rows_written_out():
         "id": "C1", "claim": "repeated attention mixing drives all tokens to one vector (rank "
         "collapse)", "part": "random pure attention", "quantity": "relative residual of the "
         "last hidden state, pure softmax attention (no FFN, no skip) with random weights",
-        "where": "–", "unit": "weight draw", "direction": "–",
+        "where": "–", "unit": "weight draw", "estimate": "the checked value", "direction": "–",
         "test": "below 1e-08 at every logit scale", "tasks": ("every logit scale",),
         "family": "–"}
     assert by["C4b", "trained models"] == {
         "id": "C4b", "claim": "the advantage is most visible in early layers",
         "part": "trained models", "quantity": HIDDEN,
         "where": "layers 1–L/2 full model against layers L/2+1–L full model",
-        "unit": "training seed", "direction": "Sinkhorn higher",
-        "test": CONTRAST_WORDS + "; margin 1.1", "tasks": ("text", "mnist", "cats_dogs"),
+        "unit": "training seed", "estimate": "Sinkhorn / softmax early over that late",
+        "direction": "Sinkhorn higher", "test": CONTRAST_WORDS + "; margin 1.1", "tasks": ("text", "mnist", "cats_dogs"),
         "family": "3"}
     assert by["C10", "trained layers"]["family"] == "11"
     assert by["C10", "trained layers"]["direction"] == "either way (a question)"
@@ -782,6 +788,11 @@ def test_registry_rows_written_out():
     assert by["B4", "Sinkhorn-trained models"]["family"] == "3"
     assert by["B4", "Sinkhorn-trained models"]["direction"] == "parity"
     assert [r["id"] for r in table][:4] == ["C1", "C2a", "C2a", "C3a"]
+    assert by["C4a", "trained models"]["estimate"] == "Sinkhorn / softmax"
+    assert by["C6c", "random against trained"]["estimate"] == "random / trained residual"
+    assert by["B2", "trained models"]["estimate"] == by[
+        "C6d", "trained models, correlation broken"]["estimate"]
+    assert by["B2", "trained models"]["estimate"].endswith("over that with inputs mixed")
 
 
 def test_the_hidden_state_part_helper_defaults():

@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rankcollapse.stats import (Estimate, censored_logs, compare, compare_groups, compare_table,
-                                describe, family_level, found_of, groups_estimate, loglog_slope,
+                                describe, family_level, found_of, groups_estimate, groups_tied,
+                                loglog_slope,
                                 growth_factor, outcome_of, paired_estimate, ranges, significant,
                                 t_quantile, unit_values)
 
@@ -680,8 +681,21 @@ def test_ranges_and_describe_written_out():
                             "verdict": ["not less", "undecided", "less", "more", "parity",
                                         "not more", "not more"]})
     assert describe(results, "layer", "layer", more="Sinkhorn higher", less="Sinkhorn lower") \
-        == ("Sinkhorn higher at layer 4; Sinkhorn lower at layer 3; parity at layer 5; no "
-            "Sinkhorn advantage of the margin's size at layers 6–7; no Sinkhorn deficit of the "
-            "margin's size at layer 1; undecided at layer 2.")
+        == ("Sinkhorn higher at layer 4; Sinkhorn lower at layer 3; parity at layer 5; "
+            "Sinkhorn not ahead by the margin at layers 6–7; Sinkhorn not behind by the "
+            "margin at layer 1; undecided at layer 2.")
     assert describe(results.iloc[:0], "layer") == "no comparison."
     assert describe(results.iloc[3:4], "layer") == "Sinkhorn keeps more at depth 4."
+
+
+def test_two_groups_both_mostly_at_the_floor_tie_and_decide_nothing():
+    floor = 1e-15
+    low = [1e-16, 1e-17, 1e-18, 1e-15, 0.5]  # four of five at the floor
+    c = compare_groups(low, [1e-20, 1e-16, 0.2, 1e-18, 1e-17], floor=floor)
+    assert (c.censored, c.tied, c.found) == (8, 8, "undecided")
+    assert not math.isfinite(c.low)
+    # only one group mostly at the floor: its values are bounds, and the other is higher
+    c = compare_groups(low, [0.5, 0.6, 0.4, 0.7, 0.55], floor=floor)
+    assert (c.censored, c.tied, c.found) == (4, 0, "more")
+    assert groups_tied([3, 3], [5, 5]) == 6 and groups_tied([3, 2], [5, 5]) == 0
+    assert groups_tied([2, 3], [4, 5]) == 0  # exactly half is not "mostly"

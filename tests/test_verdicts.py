@@ -112,11 +112,13 @@ def test_boundaries_and_alternatives_of_each_direction():
 
 def test_simulated_designs_find_no_effect_rarely_and_a_large_one_often():
     rng = np.random.default_rng(0)
-    null = simulate_outcomes([(1.0,)] * 3, [(3,)] * 3, "more", 0.0, 3, 400, rng)
+    null = simulate_outcomes([(1.0,)] * 3, [(3,)] * 3, "more", [0.0] * 3, [0.1] * 3, 3, 400, rng)
     assert np.mean([v in ("reproduced", "partly reproduced") for v in null]) <= 0.05
-    strong = simulate_outcomes([(0.05,)] * 3, [(8,)] * 3, "more", math.log(1.5), 3, 200, rng)
+    strong = simulate_outcomes([(0.05,)] * 3, [(8,)] * 3, "more", [math.log(1.5)] * 3,
+                               [0.1] * 3, 3, 200, rng)
     assert np.mean([v == "reproduced" for v in strong]) > 0.9
-    groups = simulate_outcomes([(0.05, 0.05)], [(6, 6)], "more", math.log(1.5), 1, 100, rng)
+    groups = simulate_outcomes([(0.05, 0.05)], [(6, 6)], "more", [math.log(1.5)], [0.1], 1,
+                               100, rng)
     assert np.mean([v == "reproduced" for v in groups]) > 0.9
 
 
@@ -147,13 +149,13 @@ def test_result_record_and_its_checks():
                           "outcome": "agrees", "low": 1.2, "high": 1.8, "level": 0.98,
                           "units": [5, 7], "detectable": 1.3, "censored": 2, "tied": 1,
                           "values": 20, "sd": [0.1, 0.2], "requirement": "more", "bound": "≤",
-                          "at": 3.0}
+                          "at": 3.0, "margin": 0.1}
     bare = Result("p", "t", None, "not checked", "untested")
     assert bare.record() == {"part": "p", "task": "t", "number": None, "found": "not checked",
                              "outcome": "untested", "low": None, "high": None, "level": None,
                              "units": [], "detectable": None, "censored": 0, "tied": 0,
                              "values": 0, "sd": [], "requirement": None, "bound": "",
-                             "at": None}
+                             "at": None, "margin": 0.1}
     with pytest.raises(ValueError, match=r"^unknown outcome 'Agrees'; valid: agrees, against, "
                                          r"opposite, undecided, untested$"):
         Result("p", "t", 1.0, "more", "Agrees")
@@ -261,7 +263,7 @@ def test_results_sentence_written_out():
     assert results_sentence([check_result("p", "x", None, None)]) == \
         "x: not checked on this run, value no estimate."
     assert results_sentence([a]) == (
-        "text, 5: no Sinkhorn advantage of the margin's size, ratio 1.32 (98.3% interval "
+        "text, 5: Sinkhorn not ahead by the margin, ratio 1.32 (98.3% interval "
         "1.10–1.58, 5 seeds; detectable 1.45).")
 
 
@@ -296,18 +298,34 @@ DESIGNS = {"paired": ([(0.1,)], [(4,)]), "groups": ([(0.1, 0.15)], [(3, 6)]),
 def test_simulated_outcomes_match_the_plain_loop_draw_by_draw(design, direction, log_ratio,
                                                               family, margin):
     sds, units = DESIGNS[design]
-    got = simulate_outcomes(sds, units, direction, log_ratio, family, 30,
-                            np.random.default_rng(5), margin)
-    expected = plain_simulate(sds, units, direction, log_ratio, family, 30,
-                              np.random.default_rng(5), margin)
+    logs, margins = [log_ratio] * len(sds), [margin] * len(sds)
+    got = simulate_outcomes(sds, units, direction, logs, margins, family, 30,
+                            np.random.default_rng(5))
+    expected = plain_simulate(sds, units, direction, logs, margins, family, 30,
+                              np.random.default_rng(5))
     assert got == expected
 
 
-def test_simulated_outcomes_default_margin():
-    sds, units = DESIGNS["groups"]
-    got = simulate_outcomes(sds, units, "more", 0.12, 1, 40, np.random.default_rng(2))
-    assert got == plain_simulate(sds, units, "more", 0.12, 1, 40, np.random.default_rng(2), 0.1)
+def test_simulated_outcomes_use_each_tests_own_margin_and_effect():
+    sds, units = DESIGNS["mixed"]
+    logs, margins = [0.3, 0.0, 0.12, -0.1, 0.05], [0.1, 0.01, 0.2, 0.05, 0.5]
+    got = simulate_outcomes(sds, units, "more", logs, margins, 5, 40, np.random.default_rng(2))
+    assert got == plain_simulate(sds, units, "more", logs, margins, 5, 40,
+                                 np.random.default_rng(2))
     assert len(set(got)) > 1
+
+
+def test_calibration_at_a_narrow_margin_is_stated_at_that_margin():
+    """A claim of no deficit within 1% (C8): the least favourable null is a 1% deficit,
+    not 10%; at the wide margin it would look far safer than it is."""
+    narrow = [Result("p", t, 1.0, "undecided", "undecided", units=(8,), sd=(0.02,),
+                     margin=0.01) for t in "ab"]
+    wide = [Result("p", t, 1.0, "undecided", "undecided", units=(8,), sd=(0.02,))
+            for t in "ab"]
+    c_narrow = calibration(narrow, "no less", 2, runs=400, seed=3)
+    c_wide = calibration(wide, "no less", 2, runs=400, seed=3)
+    assert c_narrow.false_rate <= 0.05
+    assert c_narrow.power < c_wide.power
 
 
 @pytest.mark.parametrize("direction, seed, effect", [("more", 3, 1.3), ("less", 4, 1.5),

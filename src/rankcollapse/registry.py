@@ -39,7 +39,7 @@ from .data import record as dataset_record
 from .measures import rounding_floor
 from .profiles import Profile
 from .stats import (DIRECTIONS, MARGIN, MIN_UNITS, Estimate, censored_logs, family_level,
-                    found_of, groups_estimate, mostly_at_floor, outcome_of, paired_estimate)
+                    found_of, groups_estimate, groups_tied, mostly_at_floor, outcome_of, paired_estimate)
 from .verdicts import (CLAIM_RULE, CLAIM_VERDICTS, COMPARISON_RULE, FINDING_RULE,
                        FINDING_VERDICTS, SHARE, TOLERANCE, Result, claim_verdict,
                        finding_verdict, iterations_verdict, mechanism_verdict)
@@ -129,6 +129,7 @@ class Part:
     margin: float = MARGIN
     check: str = ""  # a check's statement
     precision: str = "float64"  # the dtype whose rounding floor censors the values
+    ratio: str = ""  # what the estimate is, where the kind's default (`ESTIMATES`) is vague
 
     def __post_init__(self):
         if self.test not in ("paired", "contrast", "groups", "check", "sequence"):
@@ -150,6 +151,10 @@ class Part:
         where = self.span.words() if self.span else ONE_VALUE
         return "; ".join([where, ", ".join(self.variants)]) if self.variants else where
 
+    def estimate(self) -> str:
+        """What the number that decides the test is, in words."""
+        return self.ratio or ESTIMATES[self.test]
+
     def statement(self) -> str:
         """The primary test in words."""
         if self.test == "check":
@@ -166,6 +171,10 @@ STATEMENTS = {  # each kind of test in words (`Part.statement`)
               "difference",
     "sequence": "accuracy with k iterations against the most, paired over units, tested from "
                 "the most iterations down"}
+ESTIMATES = {  # what each kind's estimate is (`Part.estimate`)
+    "paired": "Sinkhorn / softmax", "contrast": "Sinkhorn / softmax in the first selection "
+    "over that in the second", "groups": "second group over first", "sequence":
+    "accuracy with k iterations / with the most", "check": "the checked value"}
 REQUIRES = "; agrees only where Sinkhorn is also shown ahead in the first"
 ONE_VALUE = "one value per unit"
 
@@ -199,6 +208,8 @@ def _hidden(name: str, quantity: str, span: Span = LAYERS, variants=("full model
                 **options)
 
 
+MIXED = "Sinkhorn / softmax along one input's path over that with inputs mixed"
+INDEPENDENT, HALF_IDENTITY = "independent logits", "half of the layers the identity"  # C6a, C6b
 RESIDUAL = "relative residual of the hidden states (block outputs), composite norm"
 PATHS = "rank-1 relative residual of attention products along random paths, composite norm"
 CLAIMS: dict[str, Registered] = {r.id: r for r in [
@@ -238,10 +249,12 @@ CLAIMS: dict[str, Registered] = {r.id: r for r in [
                "under Sinkhorn", (_hidden("trained models", RESIDUAL),)),
     Registered("C4b", "the advantage is most visible in early layers", (Part(
         "trained models", RESIDUAL, "training seed", "contrast", "more", TRAINED, EARLY,
-        ("full model",), ("full model",), LATE, requires=True),)),
+        ("full model",), ("full model",), LATE, requires=True,
+        ratio="Sinkhorn / softmax early over that late"),)),
     Registered("C4c", "the advantage is most visible with skip connections", (Part(
         "trained models", RESIDUAL, "training seed", "contrast", "more", TRAINED, EARLY,
-        SKIPS, NO_SKIPS, requires=True),)),
+        SKIPS, NO_SKIPS, requires=True,
+        ratio="Sinkhorn / softmax with skips over that without"),)),
     Registered("C4d", "the same for the self-attention output, read as the attention "
                "sub-layer's own output before the skip connection (the block output is C4a)",
                (_hidden("trained models", "relative residual of the attention sub-layer's "
@@ -254,21 +267,22 @@ CLAIMS: dict[str, Registered] = {r.id: r for r in [
                "that run's"),
     Registered("C6a", "products of independent random matrices show no Sinkhorn advantage", (
         Part("random matrices", PATHS + ", i.i.d. N(0, 1) logits", "pool", "paired",
-             "no more", ("the paper's setting",), PRODUCTS),)),
+             "no more", (INDEPENDENT,), PRODUCTS),)),
     Registered("C6b", "the same with half of the factors replaced by the identity", (Part(
         "random matrices, half identity", PATHS, "pool", "paired", "no more",
-        ("the paper's setting",), PRODUCTS),)),
+        (HALF_IDENTITY,), PRODUCTS),)),
     Registered("C6c", "random stochastic products decay more slowly than trained attention "
                "products", (Part(
                    "random against trained", PATHS + "; random logits at each trained "
                    "layer's measured logit scale", "pool / training seed", "groups", "more",
                    lambda p: tuple(f"{t}, {n}" for t in p.tasks for n in ("softmax", "sinkhorn")),
-                   PRODUCTS, ("full model",)),)),
+                   PRODUCTS, ("full model",), ratio="random / trained residual"),)),
     Registered("C6d", "the hypothesis: input dependence along a path produces the advantage", (
         Part("random networks with skips and LayerNorm, path products", PATHS + "; the "
              "networks' Sinkhorn / softmax against that of independent random matrices at the "
              "same logit scale", "network / pool", "groups", "more",
-             tuple(scale_label(s) for s in NETWORK_SCALES), PRODUCTS, precision="float32"),
+             tuple(scale_label(s) for s in NETWORK_SCALES), PRODUCTS, precision="float32",
+             ratio="the networks' Sinkhorn / softmax over that of independent matrices"),
         Part("random networks with skips and LayerNorm, hidden states", RESIDUAL,
              "weight draw", "paired", "more", tuple(scale_label(s) for s in HIDDEN_SCALES),
              LAYERS),
@@ -277,7 +291,8 @@ CLAIMS: dict[str, Registered] = {r.id: r for r in [
              LAYERS),
         Part("trained models, correlation broken", PATHS + "; every factor from one input "
              "against each factor from an independent input", "training seed", "contrast",
-             "more", IMAGE, PRODUCTS, ("one input",), ("inputs mixed",), requires=True))),
+             "more", IMAGE, PRODUCTS, ("one input",), ("inputs mixed",), requires=True,
+             ratio=MIXED))),
     Registered("C7", "limitations: pure attention never trained from scratch; first-order "
                "bounds", untested="a statement of the paper's limits, not a result to "
                "reproduce; the open question B1 trains pure attention from scratch"),
@@ -310,7 +325,8 @@ CLAIMS: dict[str, Registered] = {r.id: r for r in [
     Registered("B2", "the mechanism: breaking the correlation of attention across layers "
                "shrinks the Sinkhorn advantage in path products", (Part(
                    "trained models", PATHS, "training seed", "contrast", "more", IMAGE,
-                   PRODUCTS, ("one input",), ("inputs mixed",), requires=True),),
+                   PRODUCTS, ("one input",), ("inputs mixed",), requires=True,
+                   ratio=MIXED),),
                rule="mechanism"),
     Registered("B3", "the normalization swapped at inference: what the weights learned "
                "against what the normalization does", (
@@ -392,7 +408,8 @@ def _result(part: Part, task: str, estimate: Estimate | None, level: float, valu
         return Result(part.name, task, None if estimate is None else math.exp(
             estimate.log_ratio), "undecided", "undecided", level=level,
             units=estimate.units if estimate else units, values=values,
-            censored=censored, tied=tied, sd=sd, requirement=requirement)
+            censored=censored, tied=tied, sd=sd, requirement=requirement,
+            margin=part.margin)
     ratio, low, high = estimate.interval(level)
     found = found_of(ratio, low, high, part.margin)
     if direction == "either":
@@ -406,7 +423,7 @@ def _result(part: Part, task: str, estimate: Estimate | None, level: float, valu
     return Result(part.name, task, ratio, found, outcome, low, high, level, estimate.units,
                   estimate.detectable(level, "more" if direction == "either" else direction,
                                       part.margin),
-                  censored, tied, values, sd, requirement)
+                  censored, tied, values, sd, requirement, margin=part.margin)
 
 
 def _estimate(scores: list[pd.Series]) -> Estimate | None:
@@ -445,8 +462,11 @@ def run(claim_id: str, part_name: str, data: pd.DataFrame, profile: Profile,
                              part.floor) for side in ("reference", "other")]
             scores = [s[0] for s in sides]
             est = _estimate(scores)
+            censored = [s[2] for s in sides]
+            ties = (groups_tied(censored, [s[1] for s in sides]) if "value" in g
+                    else sum(s[3] for s in sides))
             results.append(_result(part, name, est, level, sum(s[1] for s in sides),
-                                   sum(s[2] for s in sides), 0,
+                                   sum(censored), ties,
                                    tuple(float(s.std(ddof=1)) for s in scores),
                                    units=tuple(len(s) for s in scores)))
             continue
@@ -556,10 +576,19 @@ class Claim:
                 "figure": self.figure, "data": self.data}
 
     def markdown(self) -> str:
-        parts = sorted({r.part for r in self.results})
-        which = (f" ({'; '.join(parts)})" if len(CLAIMS[self.id].parts) > 1 and parts
-                 else "")
+        """The claim as a bullet; a claim of several parts names those tested here and,
+        when some are tested elsewhere, says that its verdict here is for these parts."""
+        parts = list(dict.fromkeys(r.part for r in self.results))
+        registered = [p.name for p in CLAIMS[self.id].parts]
+        which = ""
+        if len(registered) > 1 and parts:
+            rest = [p for p in registered if p not in parts]
+            which = (f" (tested here: {'; '.join(parts)}; " + ELSEWHERE.format(
+                parts="; ".join(rest)) + ")" if rest else f" ({'; '.join(parts)})")
         return f"- **{self.id}** {self.claim}{which}: **{self.verdict}**. {self.finding}"
+
+
+ELSEWHERE = "the claims ledger decides the claim with {parts} too"
 
 
 def claims_markdown(claims: list[Claim]) -> str:
@@ -582,13 +611,14 @@ def rows(profile: Profile) -> list[dict]:
         for p in r.parts or (None,):
             if p is None:
                 table.append({"id": r.id, "claim": r.claim, "part": "–", "quantity": "–",
-                              "where": "–", "unit": "–", "direction": "–", "test":
+                              "where": "–", "unit": "–", "estimate": "–", "direction": "–", "test":
                               f"not tested: {r.untested}", "tasks": (), "family": "–"})
                 continue
             tasks = tasks_of(p, profile)
             table.append({
                 "id": r.id, "claim": r.claim, "part": p.name, "quantity": p.quantity,
                 "where": p.selection() if p.test != "check" else "–", "unit": p.unit or "–",
+                "estimate": p.estimate(),
                 "direction": DIRECTION_WORDS[p.direction], "test": p.statement(),
                 "tasks": tasks,
                 "family": "–" if p.test == "check" else str(

@@ -62,8 +62,8 @@ OUTCOMES = {
 }
 # How each result reads in a sentence about rank.
 WORDS = {"more": "Sinkhorn keeps more", "less": "Sinkhorn keeps less", "parity": "parity",
-         "not more": "no Sinkhorn advantage of the margin's size",
-         "not less": "no Sinkhorn deficit of the margin's size", "undecided": "undecided"}
+         "not more": "Sinkhorn not ahead by the margin",
+         "not less": "Sinkhorn not behind by the margin", "undecided": "undecided"}
 
 
 def floats(x) -> np.ndarray:
@@ -71,14 +71,15 @@ def floats(x) -> np.ndarray:
     return np.asarray(x, dtype=float)
 
 
-def significant(x: float) -> str:
-    """Three significant digits for prose: 0.909, 1.00, 555, 1530, 2.5e-07."""
+def significant(x: float, digits: int = 3) -> str:
+    """`digits` significant digits for prose: 0.909, 1.00, 555, 1530, 2.5e-07 (four:
+    0.9987, 1.000, for ratios judged within a narrow margin)."""
     if not math.isfinite(x) or x == 0:
         return f"{x:g}"
     if 1e3 <= abs(x) < 1e4:
         return f"{x:.0f}"
     if 1e-3 <= abs(x) < 1e3:
-        return f"{x:#.3g}".rstrip(".")
+        return f"{x:#.{digits}g}".rstrip(".")
     return f"{x:.2g}"
 
 
@@ -307,17 +308,27 @@ def compare_groups(reference, other, *, margin: float = MARGIN, floor: float = 0
                    level: float = LEVEL, direction: str = "more") -> Comparison:
     """Compare two independent groups of positive values (not paired: random matrices
     against trained models, say): the ratio of geometric means `other` / `reference` with
-    Welch's t interval; values at or below `floor` are censored at it. `units` counts the
+    Welch's t interval; values at or below `floor` are censored at it, and when both groups
+    are mostly there the comparison is a tie (`groups_tied`: no verdict). `units` counts the
     smaller group; 'more' means `other` is the larger."""
     groups = [floats(v) for v in (reference, other)]
     if any(g.ndim != 1 for g in groups):
         raise ValueError("compare_groups needs two 1-D arrays")
     logs = [censored_logs(np.ones_like(g), g, floor) for g in groups]
-    censored = sum(int(c.sum()) for _, c, _ in logs)
+    at_floor = [int(c.sum()) for _, c, _ in logs]
     units = min(len(g) for g in groups)
     estimate = (groups_estimate(logs[0][0], logs[1][0]) if units >= MIN_UNITS else None)
-    return _comparison(estimate, level, margin, direction, units, censored, 0,
+    return _comparison(estimate, level, margin, direction, units, sum(at_floor),
+                       groups_tied(at_floor, [len(g) for g in groups]),
                        sum(len(g) for g in groups))
+
+
+def groups_tied(at_floor, sizes) -> int:
+    """Two independent groups tie at the floor when each is mostly there (more than
+    `MAX_TIED` of its values): then all their floor values count as tied (no verdict);
+    otherwise none do."""
+    both = all(mostly_at_floor(a, n) for a, n in zip(at_floor, sizes))
+    return int(sum(at_floor)) if both else 0
 
 
 def unit_values(table: pd.DataFrame, unit: str | list[str], by: list[str] | None = None,

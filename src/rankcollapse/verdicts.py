@@ -46,7 +46,8 @@ class Result:
     that means for the claim (`OUTCOMES`). `censored` values of `values` were at the
     rounding floor, `tied` pairs at it on both sides; `sd` the spread of the per-unit scores
     per group, the basis of the power and of `calibration`; `requirement`, for a test that
-    presupposes an advantage, what the test of that advantage found. For an open question
+    presupposes an advantage, what the test of that advantage found; `margin` the parity
+    margin of its part, `at` its setting within the task. For an open question
     (direction 'either'), `outcome` 'agrees' only says that a direction or parity was
     decided."""
 
@@ -67,6 +68,7 @@ class Result:
     requirement: str | None = None
     bound: str = ""
     at: float | None = None  # the setting a result is at, within its task (B4: iterations)
+    margin: float = MARGIN  # the parity margin its interval was judged with
 
     def __post_init__(self):
         if self.outcome not in OUTCOMES:
@@ -187,7 +189,8 @@ COMPARISON_RULE = (
     f"{1 + MARGIN:g} of 1 (between {1 / (1 + MARGIN):.3f} and {1 + MARGIN:g}, unless another "
     "margin is stated), *Sinkhorn keeps more* when it lies above 1 and the estimate is at "
     f"least {1 + MARGIN:g} (a difference of the margin's size), *less* in the mirror case, "
-    f"*no advantage of the margin's size* when its top is below {1 + MARGIN:g}, and is "
+    f"*Sinkhorn not ahead by the margin* when its top is below {1 + MARGIN:g} (*not "
+    "behind*, the mirror case), and is "
     f"*undecided* otherwise or with fewer than {MIN_UNITS} units. A value at the rounding "
     "floor is censored: it enters as the floor, so where only one side is there the ratio "
     "understates the gap, and where both are the pair is a tie; with more than half the "
@@ -207,7 +210,9 @@ CLAIM_RULE = (
 FINDING_RULE = (
     "An open question's verdict says what its primary tests found: *Sinkhorn higher* "
     "(*lower*) when every test finds it so, *in part* when the others find parity or are "
-    "undecided, *mixed* when both directions occur, *parity* or *undecided* otherwise; for "
+    "undecided, *mixed* when both directions occur, *parity* when every test shows parity, "
+    "*parity in part* when some do and the rest are undecided (or exclude only one "
+    "direction), *undecided* when nothing is decided; for "
     "the mechanism (B2), *supported* where Sinkhorn is ahead along real paths and its "
     "advantage shrinks when the correlation across layers is broken, *not supported* where "
     "it is ahead and the advantage does not shrink by the margin; for the iterations (B4), "
@@ -234,22 +239,23 @@ def result_words(r: Result, unit: str | tuple[str, str] = "seeds") -> str:
 
 
 def simulate_outcomes(sds: list[tuple[float, ...]], units: list[tuple[int, ...]],
-                      direction: str, log_ratio: float, family: int, runs: int,
-                      rng: np.random.Generator, margin: float = MARGIN) -> list[str]:
-    """The claim verdicts of `runs` simulated repetitions of a claim's design: per task,
+                      direction: str, log_ratios: list[float], margins: list[float],
+                      family: int, runs: int, rng: np.random.Generator) -> list[str]:
+    """The claim verdicts of `runs` simulated repetitions of a claim's design: per test i,
     normal per-unit scores with spread `sds[i]` (one per group) and `units[i]` units, whose
-    true mean log ratio is `log_ratio`, each decided by the same interval and outcome rules
-    as the real tests, at the claim's family level."""
+    true mean log ratio is `log_ratios[i]`, each decided by the same interval and outcome
+    rules as the real tests (with its own margin `margins[i]`), at the claim's family
+    level."""
     level = family_level(family)
     verdicts = []
     for _ in range(runs):
         outcomes = []
-        for sd, n in zip(sds, units):
+        for sd, n, mean, margin in zip(sds, units, log_ratios, margins):
             if len(n) == 1:
-                est = paired_estimate(rng.normal(log_ratio, sd[0] or 1.0, n[0]))
+                est = paired_estimate(rng.normal(mean, sd[0] or 1.0, n[0]))
             else:
                 est = groups_estimate(rng.normal(0.0, sd[0] or 1.0, n[0]),
-                                      rng.normal(log_ratio, sd[1] or 1.0, n[1]))
+                                      rng.normal(mean, sd[1] or 1.0, n[1]))
             outcomes.append(outcome_of(direction, found_of(*est.interval(level), margin)))
         verdicts.append(claim_verdict(outcomes))
     return verdicts
@@ -285,17 +291,19 @@ class Calibration:
 
 def calibration(results: list[Result], direction: str, family: int, runs: int = 2000,
                 seed: int = 0, effect: float = 1.5) -> Calibration | None:
-    """`Calibration` of a claim from its tests' design (units and observed spread per
-    task); None for a claim without statistical tests or without a direction."""
+    """`Calibration` of a claim from its tests' design (units, observed spread and margin
+    per test); None for a claim without statistical tests or without a direction."""
     tests = [r for r in results if r.units]
     if not tests or direction not in ("more", "less", "parity", "no more", "no less"):
         return None
     sds, units = [r.sd or (1.0,) * len(r.units) for r in tests], [r.units for r in tests]
+    margins = [r.margin for r in tests]
     rng = np.random.default_rng(seed)
     found = {"reproduced", "partly reproduced"}
-    null = simulate_outcomes(sds, units, direction, boundary(direction), family, runs, rng)
-    alt = simulate_outcomes(sds, units, direction, alternative(direction, effect), family,
-                            runs, rng)
+    null = simulate_outcomes(sds, units, direction, [boundary(direction, m) for m in margins],
+                             margins, family, runs, rng)
+    alt = simulate_outcomes(sds, units, direction, [alternative(direction, effect)] * len(tests),
+                            margins, family, runs, rng)
     return Calibration(float(np.mean([v in found for v in null])),
                        float(np.mean([v in found for v in alt])),
                        float(np.mean([v == "reproduced" for v in alt])), runs)

@@ -21,7 +21,7 @@ from rankcollapse import registry
 from rankcollapse.experiments.trained_models import ROLES
 from rankcollapse.files import atomic_write_text
 from rankcollapse.profiles import get_profile
-from rankcollapse.stats import LEVEL, POWER, mostly_at_floor, significant
+from rankcollapse.stats import LEVEL, MARGIN, POWER, mostly_at_floor, significant
 from rankcollapse.verdicts import (CLAIM_RULE, CLAIM_VERDICTS, COMPARISON_RULE, FINDING_RULE,
                                    Result, calibration)
 
@@ -114,28 +114,38 @@ def ledger(rows: list[dict], profile: str, runs: int = CALIBRATION_RUNS) -> list
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
-def readable(x: float) -> str:
-    """A number for a reader: three significant digits, and powers of ten written out
+def readable(x: float, digits: int = 3) -> str:
+    """A number for a reader: `digits` significant digits, and powers of ten written out
     (1.2×10⁻⁷, not 1.2e-07) outside 0.001–10000."""
     if not math.isfinite(x):
         return str(x)
     if x == 0 or (float(x).is_integer() and abs(x) < 1e4):
         return f"{int(x)}"
     if 1e-3 <= abs(x) < 1e4:
-        return significant(x)
+        return significant(x, digits)
     mantissa, exponent = f"{x:.2e}".split("e")
     mantissa = mantissa.rstrip("0").rstrip(".")
     power = f"10{str(int(exponent)).translate(SUPERSCRIPT)}"
     return power if mantissa == "1" else f"{mantissa}×{power}"
 
 
+NARROW = 0.05  # margins below this: ratios shown with one more digit (1.004, not 1.00)
+
+
+def _has_interval(r: dict) -> bool:
+    return r["low"] is not None and math.isfinite(r["low"])
+
+
 def _estimate(r: dict) -> str:
-    """'1.32 (1.10–1.58)' for a test, the value for a check, '–' without one."""
+    """'1.32 (1.10–1.58)' for a test, the value for a check, '–' without one; four
+    significant digits where the test's margin is narrow."""
     if r["number"] is None or not math.isfinite(r["number"]):
         return "–"
-    if r["low"] is None or not math.isfinite(r["low"]):
+    if not _has_interval(r):
         return f"{r['bound']}{readable(r['number'])}"
-    return f"{readable(r['number'])} ({readable(r['low'])}–{readable(r['high'])})"
+    digits = 4 if r.get("margin", MARGIN) < NARROW else 3
+    return (f"{readable(r['number'], digits)} ({readable(r['low'], digits)}–"
+            f"{readable(r['high'], digits)})")
 
 
 def _cell(text) -> str:
@@ -162,10 +172,11 @@ TABLE_HEAD = ("| id | claim, part and task | verdict / what the test found | est
 CALIBRATION_HEAD = ("| id | direction | tests | each test's level | finds the paper's result "
                     "where it is false | finds it on some task | on every task |\n"
                     "|---|---|---|---|---|---|---|")
-REGISTRY_HEAD = ("| id | part | quantity | layers, depths, variants | unit | direction | "
-                 "primary test | tasks | family |\n|---|---|---|---|---|---|---|---|---|")
-REGISTRY_COLUMNS = ("id", "part", "quantity", "where", "unit", "direction", "test", "tasks",
-                    "family")
+REGISTRY_HEAD = ("| id | part | quantity | layers, depths, variants | unit | its estimate | "
+                 "direction | primary test | tasks | family |\n"
+                 "|---|---|---|---|---|---|---|---|---|---|")
+REGISTRY_COLUMNS = ("id", "part", "quantity", "where", "unit", "estimate", "direction", "test",
+                    "tasks", "family")
 TIED = " (mostly tied at the floor)"
 POWER_AT = {True: "at a 1.5× effect", False: "where the true ratio is 1"}
 PAGE_INTRO = (
@@ -203,7 +214,8 @@ FINDINGS_SAID = {"contradicted": "Contradicted (the opposite shown): ",
                  "not reproduced": "Not reproduced (decided against the paper without the "
                                    "opposite): ",
                  "undecided": "Undecided (this run could not tell): "}
-DETECTABLE = "{id} (smallest ratio detectable {ratio})"
+DETECTABLE = {True: "{id} (it could have detected a ratio of {ratio})",  # a difference
+              False: "{id} (it could have shown parity within a factor {ratio})"}
 ALL_REPRODUCED = "Every claim that could be tested here was reproduced, at least in part."
 SEE_LEDGER = "Each verdict, its tests and its figure are in the {doc}`claims`."
 QUESTIONS_FOUND = "On the questions the paper left open, the book's own experiments found:"
@@ -212,8 +224,9 @@ QUESTIONS_FOUND = "On the questions the paper left open, the book's own experime
 def _result_row(r: dict) -> str:
     tests = bool(r["units"])
     units = "+".join(map(str, r["units"])) if tests else "–"
-    detect = readable(r["detectable"]) if tests and r["detectable"] is not None else "–"
-    level = f"{100 * r['level']:.3g}%" if tests and r["level"] else "–"
+    shown = tests and _has_interval(r)  # level and power belong to an interval
+    detect = readable(r["detectable"]) if shown and r["detectable"] is not None else "–"
+    level = f"{100 * r['level']:.3g}%" if shown and r["level"] else "–"
     at = f", {r['at']:g}" if r.get("at") is not None else ""
     tied = TIED if mostly_at_floor(r["tied"], r["values"]) else ""
     return (f"| | {_cell(r['part'])}: {_cell(r['task'])}{at} | {FOUND_WORDS[r['found']]}{tied} "
@@ -291,7 +304,8 @@ def findings(rows: list[dict], profile: str) -> str:
             for v in ("contradicted", "not reproduced") if by[v]]
     if by["undecided"]:
         said.append(FINDINGS_SAID["undecided"] + "; ".join(
-            DETECTABLE.format(id=r["id"], ratio=readable(r["detectable_ratio"]))
+            DETECTABLE[r["direction"] in ("more", "less")].format(
+                id=r["id"], ratio=readable(r["detectable_ratio"]))
             if r["detectable_ratio"] else r["id"] for r in by["undecided"]) + ".")
     lines += ["", " ".join(said) or ALL_REPRODUCED, SEE_LEDGER]
     if profile != "full":

@@ -25,7 +25,7 @@ from ..measures import path_products, relative_residual, rounding_floor, sample_
 from ..models import Switches, random_stack
 from ..normalizations import NORMALIZATIONS, normalize
 from ..profiles import Profile
-from ..registry import NETWORK_SCALES, Claim, run, scale_label
+from ..registry import HALF_IDENTITY, INDEPENDENT, NETWORK_SCALES, Claim, run, scale_label
 from ..stats import (FOUND, WORDS, censored_logs, compare_groups, compare_table, describe,
                      family_level, ranges, unit_values)
 from ..verdicts import results_sentence
@@ -281,11 +281,10 @@ def claims(control: pd.DataFrame, networks: pd.DataFrame, controls: pd.DataFrame
     `network_label` and `control_label`), and the hidden states of random networks with
     skips with and without LayerNorm (`hidden`: LayerNorm -> `hidden_state_stacks`). The
     sweep over n and logit scale is description."""
-    paper = "the paper's setting"
-    c6a = run("C6a", "random matrices", registered_paths(control, "independent", paper),
+    c6a = run("C6a", "random matrices", registered_paths(control, "independent", INDEPENDENT),
               profile)
     c6b = run("C6b", "random matrices, half identity",
-              registered_paths(control, "independent, half identity", paper), profile)
+              registered_paths(control, "independent, half identity", HALF_IDENTITY), profile)
     chains = run("C6d", CHAIN_PART, registered_chains(networks, controls, NETWORK_SCALES),
                  profile)
     states = {ln: run("C6d", HIDDEN_PARTS[ln], registered_hidden(stacks), profile)
@@ -298,9 +297,9 @@ def claims(control: pd.DataFrame, networks: pd.DataFrame, controls: pd.DataFrame
                 if any(r.found == "less" for r in results) else "")
 
     return [
-        Claim.of("C6a", c6a, f"Independent random logits {where}: " + results_sentence(c6a, "pools")
+        Claim.of("C6a", c6a, f"Random products {where}, " + results_sentence(c6a, "pools")
                  + less(c6a) + " " + sweep_sentence(sweep), figure="fig-control-ratio"),
-        Claim.of("C6b", c6b, f"Half of the layers the identity {where}: "
+        Claim.of("C6b", c6b, f"Random products {where}, "
                  + results_sentence(c6b, "pools") + less(c6b), figure="fig-control-ratio"),
         Claim.of("C6d", chains + states[True] + states[False],
                  "Random networks with skip connections. Path products (depths "
