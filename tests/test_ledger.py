@@ -499,3 +499,16 @@ def test_a_claim_with_checks_and_tests_takes_the_tests_direction(monkeypatch):
     mixed = replace(entry, parts=(registry.CLAIMS["C1"].parts[0],) + entry.parts)
     monkeypatch.setitem(registry.CLAIMS, "C4a", mixed)
     assert _direction("C4a") == "more"
+
+
+def test_the_ledger_states_power_at_its_own_effect(tmp_path, monkeypatch):
+    import rankcollapse_book.ledger as ledger_module
+
+    more_records(tmp_path)
+    monkeypatch.setattr(ledger_module, "EFFECT", 2.0)
+    c6d = {r["id"]: r for r in ledger(collect(tmp_path, ["04_four", "06_six"]), "ci", RUNS)}["C6d"]
+    tests = [Result(**{k: tuple(v) if isinstance(v, list) else v for k, v in r.items()})
+             for r in c6d["results"]]
+    false_rate, power, every = plain_calibration(tests, "more", 12, RUNS, 0, 2.0)
+    assert c6d["calibration"] == {"false_rate": false_rate, "power": power,
+                                  "power_every": every, "runs": RUNS, "effect": 2.0}

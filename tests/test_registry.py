@@ -728,6 +728,16 @@ def test_claims_written_out():
         "- **C9** doubly stochastic attention spreads attention more evenly (higher row "
         "entropy) (tested here: random logits; the claims ledger decides the claim with "
         "trained models too): **reproduced**. Random only.")
+    two = Result("random networks with skips and LayerNorm, hidden states", "σ = 1", 1.2,
+                 "more", "agrees", 1.1, 1.3, 0.99, (4,))
+    three = replace(two, part="random networks with skips, no LayerNorm, hidden states")
+    c6d = Claim.of("C6d", [two, three], "Both.")
+    assert c6d.markdown() == (
+        "- **C6d** the hypothesis: input dependence along a path produces the advantage "
+        "(tested here: random networks with skips and LayerNorm, hidden states; random "
+        "networks with skips, no LayerNorm, hidden states; the claims ledger decides the "
+        "claim with random networks with skips and LayerNorm, path products; trained models, "
+        "correlation broken too): **reproduced**. Both.")
     assert Claim("C9", "undecided", "Nothing.").markdown() == (
         "- **C9** doubly stochastic attention spreads attention more evenly (higher row "
         "entropy): **undecided**. Nothing.")

@@ -699,3 +699,18 @@ def test_two_groups_both_mostly_at_the_floor_tie_and_decide_nothing():
     assert (c.censored, c.tied, c.found) == (4, 0, "more")
     assert groups_tied([3, 3], [5, 5]) == 6 and groups_tied([3, 2], [5, 5]) == 0
     assert groups_tied([2, 3], [4, 5]) == 0  # exactly half is not "mostly"
+
+
+def test_a_test_of_an_unknown_direction_is_refused():
+    estimate = Estimate(0.1, 0.05, 4, (5,))
+    with pytest.raises(ValueError, match="direction is one of"):
+        estimate.detectable(0.95, "sideways")
+    with pytest.raises(ValueError, match="direction is one of"):
+        compare([1.0, 2.0, 3.0], [1.5, 2.5, 3.5], direction="either")
+    # the default is a claimed difference, Sinkhorn ahead
+    a, b = [1.0, 2.0, 3.0, 4.0], [1.30, 2.61, 3.89, 5.21]  # tight: the margin binds
+    assert compare(a, b) == compare(a, b, direction="more")
+    assert compare(a, b).detectable != compare(a, b, direction="parity").detectable
+    x, y = [2.0, 2.02, 1.98, 2.01], [2.6, 2.62, 2.58, 2.61]  # groups of little spread
+    assert compare_groups(x, y) == compare_groups(x, y, direction="more")
+    assert compare_groups(x, y).detectable != compare_groups(x, y, direction="no more").detectable

@@ -98,7 +98,7 @@ class Span:
         return chosen
 
     def words(self) -> str:
-        name = {"L": "L", "half": "L/2", "half+1": "L/2+1"}
+        name = {"half": "L/2", "half+1": "L/2+1"}
         if self.points:
             return f"{self.noun} " + ", ".join(str(name.get(p, p)) for p in self.points)
         return f"{self.noun} {name.get(self.first, self.first)}–{name.get(self.last, self.last)}"
@@ -390,14 +390,11 @@ def _select(g: pd.DataFrame, variants: tuple[str, ...], span: Span | None) -> pd
 def _scores(g: pd.DataFrame, floor: float) -> tuple[pd.Series, int, int, int]:
     """Per unit, the mean censored log ratio (or mean censored log `value`) over its rows,
     and the counts of values, censored values and ties."""
-    if "value" in g:  # one quantity per unit: nothing to tie with
-        logs, censored, _ = censored_logs(np.ones(len(g)), g["value"], floor)
-        ties = 0
-    else:
-        logs, censored, tied = censored_logs(g["softmax"], g["sinkhorn"], floor)
-        ties = int(tied.sum())
+    # one quantity per unit: against 1, so that it never ties at the floor
+    pair = (np.ones(len(g)), g["value"]) if "value" in g else (g["softmax"], g["sinkhorn"])
+    logs, censored, tied = censored_logs(*pair, floor)
     scores = pd.Series(logs, index=g.index).groupby(g["unit"]).mean()
-    return scores, len(g), int(censored.sum()), ties
+    return scores, len(g), int(censored.sum()), int(tied.sum())
 
 
 def _result(part: Part, task: str, estimate: Estimate | None, level: float, values: int,

@@ -150,6 +150,9 @@ class Estimate:
         at which the interval lies above 1 with the estimate beyond the margin; for a claim
         of parity (or of no advantage), the narrowest margin within which it shows parity
         when the true ratio is 1."""
+        if direction not in OUTCOMES:
+            raise ValueError(f"a test's direction is one of {', '.join(map(repr, OUTCOMES))}; "
+                             f"got {direction!r}")
         t_level = t_quantile(0.5 + level / 2, self.df) * self.se
         t_power = t_quantile(power, self.df) * self.se
         if direction in ("parity", "no more", "no less"):
@@ -354,13 +357,13 @@ def compare_table(table: pd.DataFrame, unit: str | list[str], by: list[str] | No
     by, ratio, low, high, level, units, censored, tied, detectable, verdict (what the
     interval found)."""
     wide = unit_values(table, unit, by, value)
-    groups = list(wide.groupby(by, sort=False)) if by else [((), wide)]
-    sizes = (wide.groupby(within, sort=False)[by].apply(lambda g: len(g.drop_duplicates()))
+    groups = list(wide.groupby(by)) if by else [((), wide)]  # put in `table`'s order below
+    sizes = (wide.groupby(within)[by].apply(lambda g: len(g.drop_duplicates()))
              if within else None)
     base = options.pop("level", LEVEL)
     rows = []
     for key, g in groups:
-        labels = dict(zip(by or [], key if isinstance(key, tuple) else (key,)))
+        labels = dict(zip(by or [], key))  # grouped by a list: every key is a tuple
         size = (sizes[tuple(labels[w] for w in within) if len(within) > 1
                       else labels[within[0]]] if within else len(groups))
         c = compare(g["softmax"], g["sinkhorn"], level=family_level(size, base), **options)
@@ -369,7 +372,7 @@ def compare_table(table: pd.DataFrame, unit: str | list[str], by: list[str] | No
                      "tied": c.tied, "detectable": c.detectable, "verdict": c.found})
     result = pd.DataFrame(rows)
     # groups in the order they first appear in `table` (variants in the chapter's order)
-    return table[by].drop_duplicates().merge(result, on=by) if by else result
+    return table[by].drop_duplicates().merge(result) if by else result
 
 
 def loglog_slope(x, y) -> float:

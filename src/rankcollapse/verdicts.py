@@ -331,7 +331,6 @@ def results_sentence(results: list[Result], unit: str | tuple[str, str] = "seeds
     for r in results:
         why = " (mostly tied at the rounding floor)" if mostly_at_floor(r.tied, r.values) else ""
         where = f"{r.task}" + (f", {r.at:g}" if r.at is not None else "")
-        value = (f"ratio {result_words(r, unit)}" if r.units
-                 else f"value {result_words(r, unit)}")
+        value = f"ratio {result_words(r, unit)}" if r.units else f"value {result_words(r)}"
         clauses.append(f"{where}: {said[r.found]}{why}, {value}")
     return "; ".join(clauses) + "." if clauses else "no test."

@@ -86,7 +86,7 @@ def ledger(rows: list[dict], profile: str, runs: int = CALIBRATION_RUNS) -> list
         single = results[0] if len(results) == 1 else None
         merged.append({
             "id": claim_id, "claim": entry.claim,
-            "verdict": (registry.decide(claim_id, results) if parts else "not testable here"),
+            "verdict": registry.decide(claim_id, results),  # no results: not testable here
             "finding": " ".join(p["finding"] for p in parts) or (entry.untested or NOT_RUN) + ".",
             "parts": [p.name for p in entry.parts],
             "primary_test": {p.name: p.statement() for p in entry.parts},
