@@ -85,6 +85,9 @@ def test_page_findings_and_json_agree(tmp_path):
     differ = findings([dict(r, verdict="undecided", detectable_ratio=2.0) for r in rows
                        if r["id"] == "C4a"], "ci")
     assert "C4a (it could have detected a ratio of 2)" in differ
+    lower = findings([dict(r, verdict="undecided", detectable_ratio=2.0, direction="less")
+                      for r in rows if r["id"] == "C4a"], "ci")
+    assert "C4a (it could have detected a ratio of 2)" in lower
     saved = json.loads((tmp_path / "book" / JSON).read_text())
     assert saved == rows
     assert set(saved[0]) >= {"id", "claim", "verdict", "results", "primary_test", "units",

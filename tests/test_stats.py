@@ -714,3 +714,8 @@ def test_a_test_of_an_unknown_direction_is_refused():
     x, y = [2.0, 2.02, 1.98, 2.01], [2.6, 2.62, 2.58, 2.61]  # groups of little spread
     assert compare_groups(x, y) == compare_groups(x, y, direction="more")
     assert compare_groups(x, y).detectable != compare_groups(x, y, direction="no more").detectable
+
+
+def test_significant_with_more_digits():
+    assert [significant(x, 4) for x in (0.99871, 1.0, 100.0, 999.94, 1234.5, 2.5e-7)] == \
+        ["0.9987", "1.000", "100.0", "999.9", "1234", "2.5e-07"]

@@ -74,13 +74,13 @@ def floats(x) -> np.ndarray:
 def significant(x: float, digits: int = 3) -> str:
     """`digits` significant digits for prose: 0.909, 1.00, 555, 1530, 2.5e-07 (four:
     0.9987, 1.000, for ratios judged within a narrow margin)."""
-    if not math.isfinite(x) or x == 0:
+    if not math.isfinite(x):
         return f"{x:g}"
-    if 1e3 <= abs(x) < 1e4:
+    if not 1e-3 <= abs(x) < 1e4:  # zero, tiny or huge
+        return f"{x:.2g}"
+    if abs(x) >= 1e3:
         return f"{x:.0f}"
-    if 1e-3 <= abs(x) < 1e3:
-        return f"{x:#.{digits}g}".rstrip(".")
-    return f"{x:.2g}"
+    return f"{x:#.{digits}g}".removesuffix(".")
 
 
 def mostly_at_floor(at_floor, total):

@@ -119,12 +119,12 @@ def readable(x: float, digits: int = 3) -> str:
     (1.2×10⁻⁷, not 1.2e-07) outside 0.001–10000."""
     if not math.isfinite(x):
         return str(x)
-    if x == 0 or (float(x).is_integer() and abs(x) < 1e4):
+    if float(x).is_integer() and abs(x) < 1e4:  # zero too
         return f"{int(x)}"
     if 1e-3 <= abs(x) < 1e4:
         return significant(x, digits)
-    mantissa, exponent = f"{x:.2e}".split("e")
-    mantissa = mantissa.rstrip("0").rstrip(".")
+    mantissa, exponent = f"{x:.2e}".split("e")  # three significant digits
+    mantissa = f"{float(mantissa):g}"  # without trailing zeros: 1.20 -> 1.2, 1.00 -> 1
     power = f"10{str(int(exponent)).translate(SUPERSCRIPT)}"
     return power if mantissa == "1" else f"{mantissa}×{power}"
 
