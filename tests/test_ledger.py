@@ -84,10 +84,10 @@ def test_page_findings_and_json_agree(tmp_path):
             "1.50)") in summary
     differ = findings([dict(r, verdict="undecided", detectable_ratio=2.0) for r in rows
                        if r["id"] == "C4a"], "ci")
-    assert "C4a (it could have detected a ratio of 2)" in differ
+    assert "C4a (it could have detected a ratio of 1.50 to 2, depending on the task)" in differ
     lower = findings([dict(r, verdict="undecided", detectable_ratio=2.0, direction="less")
                       for r in rows if r["id"] == "C4a"], "ci")
-    assert "C4a (it could have detected a ratio of 2)" in lower
+    assert "C4a (it could have detected a ratio of 1.50 to 2, depending on the task)" in lower
     saved = json.loads((tmp_path / "book" / JSON).read_text())
     assert saved == rows
     assert set(saved[0]) >= {"id", "claim", "verdict", "results", "primary_test", "units",
@@ -515,3 +515,18 @@ def test_the_ledger_states_power_at_its_own_effect(tmp_path, monkeypatch):
     false_rate, power, every = plain_calibration(tests, "more", 12, RUNS, 0, 2.0)
     assert c6d["calibration"] == {"false_rate": false_rate, "power": power,
                                   "power_every": every, "runs": RUNS, "effect": 2.0}
+
+
+def test_detectable_range_over_a_claims_tests():
+    from rankcollapse_book.ledger import _detectable_range
+
+    def test(d, units=(3,)):
+        return {"units": list(units), "detectable": d}
+
+    row = {"detectable_ratio": 273.0, "results": [test(1.58), test(273.0), test(9.6),
+                                                  test(None), test(math.nan), test(0.5, ())]}
+    assert _detectable_range(row) == "1.58 to 273, depending on the task"
+    assert _detectable_range({"detectable_ratio": 1.5, "results": [test(1.5)]}) == "1.50"
+    assert _detectable_range({"detectable_ratio": 1.5, "results": []}) == "1.50"
+    assert _detectable_range({"detectable_ratio": 1.5, "results": [test(1.501), test(1.5)]}) \
+        == "1.50"

@@ -216,6 +216,7 @@ FINDINGS_SAID = {"contradicted": "Contradicted (the opposite shown): ",
                  "undecided": "Undecided (this run could not tell): "}
 DETECTABLE = {True: "{id} (it could have detected a ratio of {ratio})",  # a difference
               False: "{id} (it could have shown parity within a factor {ratio})"}
+DEPENDING = "{low} to {high}, depending on the task"
 ALL_REPRODUCED = "Every claim that could be tested here was reproduced, at least in part."
 SEE_LEDGER = "Each verdict, its tests and its figure are in the {doc}`claims`."
 QUESTIONS_FOUND = "On the questions the paper left open, the book's own experiments found:"
@@ -288,6 +289,16 @@ def page(rows: list[dict], profile: str, runs: int = CALIBRATION_RUNS) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _detectable_range(row: dict) -> str:
+    """'1.58' for one detectable effect, '1.58 to 273, depending on the task' for several
+    (the claim's best- and worst-measured tests; the row's `detectable_ratio` is the top)."""
+    values = [r["detectable"] for r in row["results"]
+              if r["units"] and r["detectable"] is not None and math.isfinite(r["detectable"])]
+    low, high = min(values, default=row["detectable_ratio"]), row["detectable_ratio"]
+    return readable(high) if readable(low) == readable(high) else \
+        DEPENDING.format(low=readable(low), high=readable(high))
+
+
 def findings(rows: list[dict], profile: str) -> str:
     """The short findings summary the intro includes: claim ids per verdict, what was not
     reproduced and what could not be decided (with the smallest effect each could have
@@ -305,7 +316,7 @@ def findings(rows: list[dict], profile: str) -> str:
     if by["undecided"]:
         said.append(FINDINGS_SAID["undecided"] + "; ".join(
             DETECTABLE[r["direction"] in ("more", "less")].format(
-                id=r["id"], ratio=readable(r["detectable_ratio"]))
+                id=r["id"], ratio=_detectable_range(r))
             if r["detectable_ratio"] else r["id"] for r in by["undecided"]) + ".")
     lines += ["", " ".join(said) or ALL_REPRODUCED, SEE_LEDGER]
     if profile != "full":
