@@ -384,7 +384,10 @@ def test_tables_written_out(tmp_path):
     assert c4a == ("| C4a | trained models | relative residual of the hidden states (block "
                    "outputs), composite norm | layers 1–L; full model | training seed | Sinkhorn "
                    "/ softmax | Sinkhorn higher | mean log ratio Sinkhorn / softmax per unit, t interval over units; "
-                   "margin 1.1 | text classification, MNIST digits, Cats and Dogs | 3 |")
+                   "margin 1.1 | text classification; MNIST digits; Cats and Dogs | 3 |")
+    c6c = next(line for line in registry_lines if line.startswith("| C6c |"))
+    assert "| random higher |" in c6c and "text classification / softmax; text " \
+        "classification / sinkhorn; MNIST digits / softmax" in c6c
     c5 = next(line for line in registry_lines if line.startswith("| C5 |"))
     assert c5.endswith("| – | – | – | – | – | – | not tested: the `ci` profile trains smaller "
                        "models on stand-in data; the `full` profile uses the paper's sizes and "
@@ -401,8 +404,10 @@ PAGE_HEAD = [
     "with its interval (for a check, the checked value; ≤ marks a value at the rounding floor, "
     "which is at most that), the interval's level (the intervals of one claim hold together at "
     "95%), the independent units (one count per group for two groups) and the smallest effect "
-    "the test could have detected with 80% power (for a test of parity: the narrowest margin "
-    "it could have shown). The same rows are in `claims.json` beside this page.", ""]
+    "the test's design detects with 80% power, given its units and observed spread (for a test "
+    "of parity: the narrowest margin within which it shows parity with that power when the "
+    "true ratio is 1; a run can show parity at the margin where this is a little above it, "
+    "with less than that power). The same rows are in `claims.json` beside this page.", ""]
 
 
 def flat(lines):
@@ -530,3 +535,10 @@ def test_detectable_range_over_a_claims_tests():
     assert _detectable_range({"detectable_ratio": 1.5, "results": []}) == "1.50"
     assert _detectable_range({"detectable_ratio": 1.5, "results": [test(1.501), test(1.5)]}) \
         == "1.50"
+
+
+def test_rows_say_how_many_values_were_at_the_floor():
+    r = Result("trained models", "text", 0.8, "less", "opposite", 0.7, 0.9, 0.98, (3,), 1.5,
+               censored=7, values=36).record()
+    assert "| lower (7 of 36 values at the floor) | 0.800 (0.700–0.900) |" in _result_row(r)
+    assert "| lower | 0.800" in _result_row(dict(r, censored=0))

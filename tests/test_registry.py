@@ -837,3 +837,10 @@ def test_a_contrast_decides_its_requirement_at_its_own_margin(monkeypatch):
                      (("full model",), FIRST_HALF), (("full model",), SECOND_HALF))
     assert [r.requirement for r in results] == [None] * 3
     assert [r.outcome for r in results] == ["agrees"] * 3
+
+
+def test_direction_words_name_what_is_higher():
+    assert registry.direction_words("more") == "Sinkhorn higher"
+    assert registry.direction_words("less", "random") == "random lower"
+    assert registry.direction_words("no more", "random") == "no random advantage"
+    assert registry.direction_words("parity", "random") == "parity"

@@ -1,5 +1,6 @@
 """The rules that turn primary-test results into verdict words, written out case by case."""
 
+from dataclasses import replace
 import math
 
 import numpy as np
@@ -354,3 +355,11 @@ def test_calibration_defaults_and_refusals():
     assert 0.2 < c.power < 0.8
     assert (c.false_rate, c.power, c.power_every) == plain_calibration(no_spread, "more", 1,
                                                                        300, 1, 1.5)
+
+
+def test_results_at_a_narrow_margin_have_four_digits():
+    r = Result("p", "text", 1.00251, "undecided", "undecided", 0.98781, 1.01748, 0.983, (3,),
+               1.01704, margin=0.01)
+    assert result_words(r) == "1.003 (98.3% interval 0.9878–1.017, 3 seeds; detectable 1.017)"
+    assert result_words(replace(r, margin=0.05)) == \
+        "1.00 (98.3% interval 0.988–1.02, 3 seeds; detectable 1.02)"

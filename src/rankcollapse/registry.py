@@ -130,6 +130,7 @@ class Part:
     check: str = ""  # a check's statement
     precision: str = "float64"  # the dtype whose rounding floor censors the values
     ratio: str = ""  # what the estimate is, where the kind's default (`ESTIMATES`) is vague
+    subject: str = "Sinkhorn"  # what is higher or lower when the direction is stated
 
     def __post_init__(self):
         if self.test not in ("paired", "contrast", "groups", "check", "sequence"):
@@ -276,7 +277,8 @@ CLAIMS: dict[str, Registered] = {r.id: r for r in [
                    "random against trained", PATHS + "; random logits at each trained "
                    "layer's measured logit scale", "pool / training seed", "groups", "more",
                    lambda p: tuple(f"{t}, {n}" for t in p.tasks for n in ("softmax", "sinkhorn")),
-                   PRODUCTS, ("full model",), ratio="random / trained residual"),)),
+                   PRODUCTS, ("full model",), ratio="random / trained residual",
+                   subject="random"),)),
     Registered("C6d", "the hypothesis: input dependence along a path produces the advantage", (
         Part("random networks with skips and LayerNorm, path products", PATHS + "; the "
              "networks' Sinkhorn / softmax against that of independent random matrices at the "
@@ -601,6 +603,11 @@ DIRECTION_WORDS = {"more": "Sinkhorn higher", "less": "Sinkhorn lower", "parity"
                    "improves", "either": "either way (a question)", "": "–"}
 
 
+def direction_words(direction: str, subject: str = "Sinkhorn") -> str:
+    """A direction in words, naming what is higher: 'Sinkhorn higher', 'random higher'."""
+    return DIRECTION_WORDS[direction].replace("Sinkhorn", subject, 1)
+
+
 def rows(profile: Profile) -> list[dict]:
     """The pre-registration as table rows: one per part of every claim."""
     table = []
@@ -616,7 +623,7 @@ def rows(profile: Profile) -> list[dict]:
                 "id": r.id, "claim": r.claim, "part": p.name, "quantity": p.quantity,
                 "where": p.selection() if p.test != "check" else "–", "unit": p.unit or "–",
                 "estimate": p.estimate(),
-                "direction": DIRECTION_WORDS[p.direction], "test": p.statement(),
+                "direction": direction_words(p.direction, p.subject), "test": p.statement(),
                 "tasks": tasks,
                 "family": "–" if p.test == "check" else str(
                     len(tasks) if r.rule == "iterations" else family(r.id, profile))})

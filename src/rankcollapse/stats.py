@@ -83,6 +83,14 @@ def significant(x: float, digits: int = 3) -> str:
     return f"{x:#.{digits}g}".removesuffix(".")
 
 
+NARROW = 0.05  # margins below this: ratios shown with one more digit (1.004, not 1.00)
+
+
+def digits_for(margin: float) -> int:
+    """Significant digits for ratios judged within `margin`: 4 below `NARROW`, else 3."""
+    return 4 if margin < NARROW else 3
+
+
 def mostly_at_floor(at_floor, total):
     """Whether more than `MAX_TIED` of `total` values (or pairs) are at the rounding floor:
     then they say nothing beyond "zero to machine precision" (numbers or arrays)."""

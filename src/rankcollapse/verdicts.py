@@ -16,7 +16,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .stats import (FOUND, LEVEL, MARGIN, MIN_UNITS, POWER, WORDS, family_level, found_of,
+from .stats import (FOUND, LEVEL, MARGIN, MIN_UNITS, POWER, WORDS, digits_for, family_level,
+                    found_of,
                     groups_estimate, mostly_at_floor, outcome_of, paired_estimate, significant)
 
 CLAIM_VERDICTS = ("reproduced", "partly reproduced", "not reproduced", "contradicted",
@@ -229,10 +230,11 @@ def result_words(r: Result, unit: str | tuple[str, str] = "seeds") -> str:
         return f"{r.bound}{significant(r.number)}"
     names = (unit,) * len(r.units) if isinstance(unit, str) else unit
     units = " and ".join(f"{n} {name}" for n, name in zip(r.units, names))
-    detect = (f"; detectable {significant(r.detectable)}"
+    d = digits_for(r.margin)
+    detect = (f"; detectable {significant(r.detectable, d)}"
               if r.detectable is not None and math.isfinite(r.detectable) else "")
-    return (f"{significant(r.number)} ({100 * r.level:.3g}% interval {significant(r.low)}–"
-            f"{significant(r.high)}, {units}{detect})")
+    return (f"{significant(r.number, d)} ({100 * r.level:.3g}% interval "
+            f"{significant(r.low, d)}–{significant(r.high, d)}, {units}{detect})")
 
 
 # ----------------------------------------------------------------------------- calibration

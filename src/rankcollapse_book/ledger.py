@@ -21,7 +21,8 @@ from rankcollapse import registry
 from rankcollapse.experiments.trained_models import ROLES
 from rankcollapse.files import atomic_write_text
 from rankcollapse.profiles import get_profile
-from rankcollapse.stats import LEVEL, MARGIN, POWER, mostly_at_floor, significant
+from rankcollapse.stats import (LEVEL, MARGIN, POWER, digits_for, mostly_at_floor,
+                               significant)
 from rankcollapse.verdicts import (CLAIM_RULE, CLAIM_VERDICTS, COMPARISON_RULE, FINDING_RULE,
                                    Result, calibration)
 
@@ -129,9 +130,6 @@ def readable(x: float, digits: int = 3) -> str:
     return power if mantissa == "1" else f"{mantissa}×{power}"
 
 
-NARROW = 0.05  # margins below this: ratios shown with one more digit (1.004, not 1.00)
-
-
 def _has_interval(r: dict) -> bool:
     return r["low"] is not None and math.isfinite(r["low"])
 
@@ -143,7 +141,7 @@ def _estimate(r: dict) -> str:
         return "–"
     if not _has_interval(r):
         return f"{r['bound']}{readable(r['number'])}"
-    digits = 4 if r.get("margin", MARGIN) < NARROW else 3
+    digits = digits_for(r.get("margin", MARGIN))
     return (f"{readable(r['number'], digits)} ({readable(r['low'], digits)}–"
             f"{readable(r['high'], digits)})")
 
@@ -178,6 +176,7 @@ REGISTRY_HEAD = ("| id | part | quantity | layers, depths, variants | unit | its
 REGISTRY_COLUMNS = ("id", "part", "quantity", "where", "unit", "estimate", "direction", "test",
                     "tasks", "family")
 TIED = " (mostly tied at the floor)"
+CENSORED = " ({censored} of {values} values at the floor)"
 POWER_AT = {True: "at a 1.5× effect", False: "where the true ratio is 1"}
 PAGE_INTRO = (
     "Every claim of the paper, its verdict on this build, the primary tests that decided it "
@@ -188,8 +187,11 @@ PAGE_INTRO = (
     "interval found, the estimate with its interval (for a check, the checked value; ≤ marks "
     "a value at the rounding floor, which is at most that), the interval's level (the "
     "intervals of one claim hold together at {level:.0%}), the independent units (one count "
-    "per group for two groups) and the smallest effect the test could have detected with "
-    "{power:.0%} power (for a test of parity: the narrowest margin it could have shown). The "
+    "per group for two groups) and the smallest effect the test's design detects with "
+    "{power:.0%} power, given its units and observed spread (for a test of parity: the "
+    "narrowest margin within which it shows parity with that power when the true ratio is 1; "
+    "a run can show parity at the margin where this is a little above it, with less than "
+    "that power). The "
     "same rows are in `{json}` beside this page.")
 QUESTIONS_INTRO = (
     "The paper leaves some questions open or names them as future work (C10). The book "
@@ -229,7 +231,8 @@ def _result_row(r: dict) -> str:
     detect = readable(r["detectable"]) if shown and r["detectable"] is not None else "–"
     level = f"{100 * r['level']:.3g}%" if shown and r["level"] else "–"
     at = f", {r['at']:g}" if r.get("at") is not None else ""
-    tied = TIED if mostly_at_floor(r["tied"], r["values"]) else ""
+    tied = (TIED if mostly_at_floor(r["tied"], r["values"]) else
+            CENSORED.format(censored=r["censored"], values=r["values"]) if r["censored"] else "")
     return (f"| | {_cell(r['part'])}: {_cell(r['task'])}{at} | {FOUND_WORDS[r['found']]}{tied} "
             f"| {_estimate(r)} | {level} | {units} | {detect} | |")
 
@@ -254,16 +257,25 @@ def _calibration_table(rows: list[dict]) -> list[str]:
         tests = sum(1 for r in row["results"] if r["units"])
         what = POWER_AT[row["direction"] in ("more", "less")]
         level = registry.family_level_words(row["family"])
-        lines.append(f"| {row['id']} | {registry.DIRECTION_WORDS[row['direction']]} | {tests} | "
+        subject = {p.subject for p in registry.CLAIMS[row["id"]].parts if p.test != "check"}
+        words = registry.direction_words(row["direction"], subject.pop() if len(subject) == 1
+                                         else "Sinkhorn")
+        lines.append(f"| {row['id']} | {words} | {tests} | "
                      f"{level} | {c['false_rate']:.1%} | {c['power']:.0%} {what} | "
                      f"{c['power_every']:.0%} |")
     return lines + [":::", ""]
 
 
+def _task_words(task: str) -> str:
+    """A registered task for a reader: 'text, softmax' -> 'text classification / softmax'."""
+    role, _, rest = task.partition(", ")
+    return ROLES[role] + (f" / {rest}" if rest else "") if role in ROLES else task
+
+
 def _registry_table(profile: str) -> list[str]:
     lines = [":::{div} ledger", REGISTRY_HEAD]
     for r in registry.rows(get_profile(profile)):
-        r = {**r, "tasks": ", ".join(ROLES.get(t, t) for t in r["tasks"]) or "–"}
+        r = {**r, "tasks": "; ".join(_task_words(t) for t in r["tasks"]) or "–"}
         lines.append("| " + " | ".join(_cell(r[k]) for k in REGISTRY_COLUMNS) + " |")
     return lines + [":::", ""]
 
