@@ -413,6 +413,8 @@ def test_groups_run_matches_welch_on_every_task():
                             value = 1e-17  # censored
                         if i == 4 and depth >= 3:
                             value = 1e-18  # both groups mostly at the floor: a tie
+                        if i == 5 and depth == 10:
+                            value = 1e-18  # both groups a little at the floor: no tie
                         rows.append({"task": task, "group": group, "unit": u, "variant": variant,
                                      "position": depth, "value": value})
     results = _check("C6c", "random against trained", rows, "groups", "more", 6, FLOOR64,
@@ -420,6 +422,7 @@ def test_groups_run_matches_welch_on_every_task():
     assert [r.units for r in results] == [(3, 12), (4, 6), (2, 5), (5, 5), (3, 3), (6, 4)]
     assert results[2].number is None and results[3].censored == 10
     assert results[3].tied == 0 and (results[4].tied, results[4].found) == (48, "undecided")
+    assert results[5].censored == 10 and results[5].tied == 0
     assert len({r.found for r in results}) >= 3
 
 

@@ -363,3 +363,12 @@ def test_results_at_a_narrow_margin_have_four_digits():
     assert result_words(r) == "1.003 (98.3% interval 0.9878–1.017, 3 seeds; detectable 1.017)"
     assert result_words(replace(r, margin=0.05)) == \
         "1.00 (98.3% interval 0.988–1.02, 3 seeds; detectable 1.02)"
+
+
+@pytest.mark.parametrize("direction", ["parity", "no more", "no less"])
+def test_calibration_of_a_wide_margin_matches_the_plain_loop(direction):
+    tests = [Result("p", t, 1.0, "undecided", "undecided", units=(6,), sd=(0.2,), margin=0.3)
+             for t in "ab"]
+    c = calibration(tests, direction, 2, runs=60, seed=4)
+    assert (c.false_rate, c.power, c.power_every) == plain_calibration(tests, direction, 2, 60,
+                                                                       4, 1.5)
