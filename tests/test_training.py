@@ -76,6 +76,7 @@ def test_interrupted_run_resumes_to_the_same_weights(tmp_path):
     assert partial.steps == 7  # checkpoint at step 4: steps 5-7 are lost and replayed
     resumed = train(config(), data, test, tmp_path / "run", "cpu", quiet=True)
     assert resumed.steps == reference.steps
+    assert resumed.curve == reference.curve  # the learning curve survives the interruption
     for k, v in weights(reference.model).items():
         assert torch.equal(v, weights(resumed.model)[k]), k
 
@@ -284,3 +285,31 @@ def test_checkpoint_frequency_is_not_part_of_the_key():
     data = toy(8, 0)
     assert config(checkpoint_every=4).key(data) == config(checkpoint_every=7).key(data)
     assert config(epochs=3).key(data) != config(epochs=4).key(data)
+
+
+def test_the_learning_curve_is_recorded_per_epoch_and_cached(tmp_path):
+    from rankcollapse.training import scores
+
+    data, test = toy(96, 0), toy(32, 1)
+    result = train(config(epochs=3), data, test, tmp_path, "cpu", quiet=True)
+    assert [p["epoch"] for p in result.curve] == [1, 2, 3]
+    assert [p["train_loss"] for p in result.curve] == result.losses
+    loss, accuracy = scores(result.model, test, torch.device("cpu"), config().heldout)
+    assert result.curve[-1]["heldout_accuracy"] == accuracy == result.test_accuracy
+    assert abs(result.curve[-1]["heldout_loss"] - loss) < 1e-6
+    # the held-out loss against a plain per-example loop
+    with torch.no_grad():
+        plain = sum(float(torch.nn.functional.cross_entropy(
+            result.model(test.x[i:i + 1], None)[0], test.y[i:i + 1])) for i in range(len(test)))
+    assert abs(plain / len(test) - loss) < 1e-5
+    assert train(config(epochs=3), data, test, tmp_path, "cpu", quiet=True).curve == result.curve
+
+
+def test_plateau_is_an_improvement_below_the_fraction_over_the_window():
+    from rankcollapse.training import plateaued
+
+    curve = [{"heldout_loss": v} for v in (2.0, 1.0, 0.97, 0.96)]
+    assert plateaued(curve, window=2, fraction=0.05)  # 1.0 -> 0.96: 4% better
+    assert not plateaued(curve, window=3, fraction=0.05)  # 2.0 -> 0.96
+    assert plateaued(curve + [{"heldout_loss": 1.2}], window=1)  # a rise is no improvement
+    assert not plateaued(curve[:2], window=2)  # too short to tell

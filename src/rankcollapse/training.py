@@ -44,6 +44,7 @@ class TrainConfig:
     seed: int = 0
     checkpoint_every: int = 200  # steps (not part of the key: it does not change the weights)
     bf16: bool = False  # autocast on CUDA; Sinkhorn itself always runs in float32
+    heldout: int = 512  # test examples scored after every epoch (the learning curve)
     extra: dict = field(default_factory=dict)  # data options that change the run (max_len...)
 
     def key(self, train_data: Dataset) -> str:
@@ -79,6 +80,9 @@ class TrainResult:
     steps: int
     losses: list[float]  # mean training loss per epoch
     from_cache: bool
+    # per epoch: {"epoch", "train_loss", "heldout_loss", "heldout_accuracy"}, the held-out
+    # values on the first `config.heldout` test examples (recorded, never used to stop)
+    curve: list[dict] = field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------- schedule
@@ -107,15 +111,35 @@ def _batch(data: Dataset, index: torch.Tensor, device: torch.device):
 
 
 @torch.no_grad()
+def scores(model: Classifier, data: Dataset, device: torch.device, n: int | None = None,
+           batch_size: int = 256) -> tuple[float, float]:
+    """Mean cross-entropy loss and accuracy (in [0, 1]) of `model` on the first `n` examples
+    of `data` (all when None); leaves the model in eval mode."""
+    model.eval()
+    n = len(data) if n is None else min(n, len(data))
+    correct, loss = 0, 0.0
+    for start in range(0, n, batch_size):
+        x, mask, y = _batch(data, torch.arange(start, min(start + batch_size, n)), device)
+        logits = model(x, mask)[0]
+        loss += float(torch.nn.functional.cross_entropy(logits.float(), y, reduction="sum"))
+        correct += int((logits.argmax(-1) == y).sum())
+    return loss / n, correct / n
+
+
 def evaluate(model: Classifier, data: Dataset, device: torch.device,
              batch_size: int = 256) -> float:
     """Accuracy of `model` on `data`, in [0, 1]."""
-    model.eval()
-    correct = 0
-    for start in range(0, len(data), batch_size):
-        x, mask, y = _batch(data, torch.arange(start, min(start + batch_size, len(data))), device)
-        correct += int((model(x, mask)[0].argmax(-1) == y).sum())
-    return correct / len(data)
+    return scores(model, data, device, None, batch_size)[1]
+
+
+def plateaued(curve: list[dict], window: int = 2, fraction: float = 0.05) -> bool:
+    """Whether the held-out loss improved by less than `fraction` of its value over the last
+    `window` epochs of `curve` (a rise counts as no improvement); False when the curve is
+    shorter than `window + 1` epochs."""
+    if len(curve) <= window:
+        return False
+    before, last = curve[-1 - window]["heldout_loss"], curve[-1]["heldout_loss"]
+    return before - last < fraction * before
 
 
 # ----------------------------------------------------------------------------- training
@@ -178,7 +202,7 @@ def _train(run: Path, cfg: TrainConfig, train_data: Dataset, test_data: Dataset,
     model, optimizer = _fresh(cfg, dev)
     per_epoch = math.ceil(len(train_data) / cfg.batch_size)
     total = per_epoch * cfg.epochs
-    state = {"step": 0, "losses": [], "epoch_loss": 0.0, "seconds": 0.0}
+    state = {"step": 0, "losses": [], "epoch_loss": 0.0, "seconds": 0.0, "curve": []}
     if (run / "checkpoint.pt").exists():
         saved = _load_checkpoint(run / "checkpoint.pt", model, optimizer, dev)
         if saved is None:  # set aside, perhaps after loading part of it: start from the seed
@@ -209,12 +233,7 @@ def _train(run: Path, cfg: TrainConfig, train_data: Dataset, test_data: Dataset,
         stop_after = None if stop_after is None else stop_after - 1
         bar.update(1)
         if state["step"] % per_epoch == 0:
-            state["losses"].append(state["epoch_loss"] / per_epoch)
-            state["epoch_loss"] = 0.0
-            if quiet:
-                print(f"{cfg.dataset} {cfg.model.encoder.normalization}: epoch "
-                      f"{len(state['losses'])}/{cfg.epochs} loss {state['losses'][-1]:.4f}",
-                      flush=True)
+            _end_epoch(state, per_epoch, model, test_data, cfg, dev, quiet)
         if state["step"] % cfg.checkpoint_every == 0 or state["step"] == total:
             state["seconds"] = time.perf_counter() - started
             _save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
@@ -222,8 +241,23 @@ def _train(run: Path, cfg: TrainConfig, train_data: Dataset, test_data: Dataset,
     bar.close()
     if state["step"] < total:
         return TrainResult(model, cfg, float("nan"), state["seconds"], state["step"],
-                           state["losses"], False)
+                           state["losses"], False, state["curve"])
     return _finish(run, cfg, model, state, test_data, evaluate(model, test_data, dev))
+
+
+def _end_epoch(state: dict, per_epoch: int, model: Classifier, test_data: Dataset,
+               cfg: TrainConfig, dev: torch.device, quiet: bool) -> None:
+    """Record the epoch's mean training loss and its held-out point of the learning curve."""
+    state["losses"].append(state["epoch_loss"] / per_epoch)
+    state["epoch_loss"] = 0.0
+    loss, accuracy = scores(model, test_data, dev, cfg.heldout)
+    model.train()
+    state["curve"].append({"epoch": len(state["losses"]), "train_loss": state["losses"][-1],
+                           "heldout_loss": loss, "heldout_accuracy": accuracy})
+    if quiet:
+        print(f"{cfg.dataset} {cfg.model.encoder.normalization} seed {cfg.seed}: epoch "
+              f"{len(state['losses'])}/{cfg.epochs} loss {state['losses'][-1]:.4f}, held-out "
+              f"loss {loss:.4f}, accuracy {accuracy:.3f}", flush=True)
 
 
 def optimizer_step(model: Classifier, optimizer, batch, lr: float, bf16: bool = False) -> float:
@@ -245,9 +279,9 @@ def _test_identity(data: Dataset) -> dict:
     return {"test_size": len(data), "test_source": getattr(data, "source", "")}
 
 
-_STATE_KEYS = {"step", "losses", "epoch_loss", "seconds"}
+_STATE_KEYS = {"step", "losses", "epoch_loss", "seconds", "curve"}
 _RESULT_KEYS = {"test_accuracy", "train_seconds", "steps", "losses", "config", "test_size",
-                "test_source"}
+                "test_source", "curve"}
 
 
 def _save(obj, path: Path) -> None:
@@ -290,13 +324,14 @@ def _finish(run: Path, cfg: TrainConfig, model: Classifier, state: dict, test_da
     record last, so that a record means a complete run), then drop the checkpoint."""
     _save(model.state_dict(), run / "model.pt")
     result = {"test_accuracy": accuracy, "train_seconds": state["seconds"],
-              "steps": state["step"], "losses": state["losses"], "config": asdict(cfg),
+              "steps": state["step"], "losses": state["losses"], "curve": state["curve"],
+              "config": asdict(cfg),
               **_test_identity(test_data)}
     write_verified(run / "result.json",
                    lambda tmp: tmp.write_text(json.dumps(result, indent=1, default=str)))
     _drop_checkpoint(run)
     return TrainResult(model.eval(), cfg, accuracy, state["seconds"], state["step"],
-                       state["losses"], False)
+                       state["losses"], False, state["curve"])
 
 
 def _load_finished(run: Path, cfg: TrainConfig, device: torch.device,
@@ -325,4 +360,4 @@ def _load_finished(run: Path, cfg: TrainConfig, device: torch.device,
     if any(result.get(k) != v for k, v in _test_identity(test_data).items()):
         accuracy = evaluate(model, test_data, device)
     return TrainResult(model.eval(), cfg, accuracy, result["train_seconds"],
-                       result["steps"], result["losses"], True)
+                       result["steps"], result["losses"], True, result["curve"])
