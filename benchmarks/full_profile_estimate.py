@@ -24,8 +24,14 @@ def main() -> None:
     args = parser.parse_args()
     table = training_estimate(get_profile(args.profile), resolve_device(args.device), args.steps)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    settings = get_profile(args.profile)
+    hours = table.estimated_hours.sum()
     print(f"estimated training time of profile {args.profile} on {table.device[0]}: "
-          f"{table.estimated_hours.sum():.1f} hours (analyses not included)")
+          f"{hours:.1f} hours one after another (analyses not included); with "
+          f"{settings.train_jobs} trainings side by side (`train_jobs`) at most "
+          f"{hours:.1f} and at best {hours / settings.train_jobs:.1f} hours: how close to the "
+          f"best depends on how much of the device one small model leaves idle, which this "
+          f"estimate does not measure")
 
 
 if __name__ == "__main__":

@@ -26,8 +26,46 @@ def test_list_gives_one_command_per_training(tiny, capsys):
     assert lines == [f"rankcollapse-train --profile tiny --task pairs --normalization {n} "
                      f"--seed {s} --device cpu" for n in ("softmax", "sinkhorn") for s in (3, 4)]
     full, settings = trainings.planned("full"), profiles.PROFILES["full"]
-    assert len(full) == (len(settings.tasks) + 2 * len(settings.scratch_tasks)) * 2 * 3
+    assert len(full) == (len(settings.tasks) * len(settings.train_seeds)
+                         + 2 * len(settings.scratch_tasks) * len(settings.scratch_seeds)) * 2
     assert full[-1].command().endswith("--variant pure-no-ln")
+    pure = trainings.planned("ci", tuple(trainings.PURE))
+    assert {t.seed for t in pure} == set(profiles.PROFILES["ci"].scratch_seeds)
+    assert {t.variant for t in pure} == set(trainings.PURE)
+
+
+def test_trainings_run_side_by_side_in_two_workers(tmp_path, capsys):
+    """Two worker processes (spawned: they see only real profiles) train two models into the
+    cache; the chapter's own call then loads both, with the same weights as one trained here."""
+    import torch
+
+    runs = [trainings.Training("smoke", "cats_dogs", "softmax", seed) for seed in (0, 1)]
+    trainings.run_all(runs, jobs=2, device="cpu", cache_dir=tmp_path)
+    task = profiles.PROFILES["smoke"].tasks["cats_dogs"]
+    found = tm.train_models(task, *tm.load_task(task), [0, 1], "cpu", 50, cache_dir=tmp_path)
+    assert found[("softmax", 0)].from_cache and found[("softmax", 1)].from_cache
+    assert not found[("sinkhorn", 0)].from_cache  # only what was asked for was trained
+    threads = torch.get_num_threads()
+    torch.set_num_threads(trainings.threads_per_job(2))  # the workers' reduction order
+    try:
+        here = trainings.run(runs[0], "cpu", tmp_path / "here")
+    finally:
+        torch.set_num_threads(threads)
+    for k, v in here.model.state_dict().items():
+        assert torch.equal(v, found[("softmax", 0)].model.state_dict()[k]), k
+    assert trainings.threads_per_job(1) >= trainings.threads_per_job(2) >= 1
+
+
+def test_jobs_need_all_and_a_positive_count(capsys):
+    with pytest.raises(SystemExit):
+        trainings.main(["--task", "mnist", "--normalization", "softmax", "--seed", "0",
+                        "--jobs", "2"])
+    assert "--jobs needs --all" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        trainings.main(["--all", "--jobs", "0"])
+    assert "jobs must be at least 1" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="jobs must be at least 1"):
+        trainings.run_all([], jobs=0)
 
 
 def test_one_training_lands_where_the_chapter_looks(tiny, tmp_path, capsys):

@@ -3,6 +3,7 @@
     rankcollapse-train --profile full --task mnist --normalization sinkhorn --seed 1 --device cuda
     rankcollapse-train --profile full --task mnist --normalization softmax --seed 0 --variant pure-ln
     rankcollapse-train --profile full --list        # one command line per training
+    rankcollapse-train --profile full --all --jobs 4 --device cuda   # all, 4 at a time
 
 Each training writes its model into the shared model cache (`models_dir()`: the
 `--cache-dir` option, else $RANKCOLLAPSE_MODELS, else `.cache/models` in the working
@@ -10,16 +11,24 @@ directory), under the same key the chapters compute (the complete models of chap
 `--variant`, chapter 6's models trained as pure attention), so that any scheduler (a
 Slurm job array, one process per GPU) can run a profile's trainings in parallel and
 `make book PROFILE=full` then trains only what is missing. Trainings of the same model wait
-for each other; a finished one is loaded, not repeated.
+for each other; a finished one is loaded, not repeated. `--all --jobs N` (and `run_all`, which
+the chapters call) runs N trainings at once in worker processes that share the device, each
+with `threads_per_job` CPU threads: small models use a GPU, or two CPU cores, better side by
+side than one after another.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
+
+import torch
+from tqdm import tqdm
 
 from .devices import DEVICES, resolve_device
 from .normalizations import NORMALIZATIONS
@@ -55,15 +64,16 @@ class Training:
                 + variant)
 
 
-def planned(profile: str) -> list[Training]:
+def planned(profile: str, variants=VARIANTS) -> list[Training]:
     """Every training the chapters of `profile` need, in their order: chapter 5's complete
-    models, then chapter 6's pure ones for the profile's `scratch_tasks`."""
+    models, then chapter 6's pure ones for the profile's `scratch_tasks` and `scratch_seeds`
+    (only those of `variants`)."""
     settings = get_profile(profile)
     complete = [Training(settings.name, task, name, seed) for task in settings.tasks
                 for name in NORMALIZATIONS for seed in settings.train_seeds]
     pure = [Training(settings.name, task, name, seed, variant) for task in settings.scratch_tasks
-            for variant in PURE for name in NORMALIZATIONS for seed in settings.train_seeds]
-    return complete + pure
+            for variant in PURE for name in NORMALIZATIONS for seed in settings.scratch_seeds]
+    return [t for t in complete + pure if t.variant in variants]
 
 
 def run(training: Training, device: str = "auto", cache_dir: str | Path | None = None,
@@ -82,6 +92,53 @@ def run(training: Training, device: str = "auto", cache_dir: str | Path | None =
     return train(cfg, train_data, test_data, models_dir(cache_dir), device, quiet=quiet)
 
 
+def threads_per_job(jobs: int) -> int:
+    """CPU threads for each of `jobs` worker processes: the cores shared out, at least one."""
+    return max(1, (os.cpu_count() or 1) // jobs)
+
+
+def _worker(threads: int) -> None:
+    torch.set_num_threads(threads)
+
+
+def _train_one(training: Training, device: str, cache_dir: str | Path | None) -> str:
+    result = run(training, device, cache_dir, quiet=True)
+    return f"{training.task} {training.normalization} seed {training.seed}: " \
+           f"{result.test_accuracy:.3f}"
+
+
+def run_all(trainings: list[Training], jobs: int = 1, device: str = "auto",
+            cache_dir: str | Path | None = None, quiet: bool = False) -> None:
+    """Train every one of `trainings` that the cache does not hold yet, `jobs` at a time in
+    worker processes (spawned, so that CUDA and the threads start fresh in each), each with
+    `threads_per_job(jobs)` threads; with `jobs` 1, one after another in this process.
+    The results are in the cache: load them with `run` (or the chapters' own calls). A
+    failing training stops the rest and raises its error here."""
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1; got {jobs}")
+    bar = tqdm(total=len(trainings), desc="trainings", disable=quiet)
+    if jobs == 1:
+        for training in trainings:
+            run(training, device, cache_dir, quiet=True)
+            bar.update(1)
+        bar.close()
+        return
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker,
+                             initargs=(threads_per_job(jobs),)) as pool:
+        futures = [pool.submit(_train_one, t, device, cache_dir) for t in trainings]
+        try:
+            for done in as_completed(futures):
+                bar.set_postfix_str(done.result())
+                bar.update(1)
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+        finally:
+            bar.close()
+
+
 def seed_argument(text: str) -> int:
     """argparse type: an integer seed in [0, 2**32)."""
     try:
@@ -93,6 +150,17 @@ def seed_argument(text: str) -> int:
     return seed
 
 
+def jobs_argument(text: str) -> int:
+    """argparse type: a number of worker processes, at least 1."""
+    try:
+        jobs = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"jobs must be an integer; got {text!r}") from None
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"jobs must be at least 1; got {jobs}")
+    return jobs
+
+
 def parser() -> argparse.ArgumentParser:
     cli = argparse.ArgumentParser(prog="rankcollapse-train",
                                   description="Train exactly one model of a profile into the "
@@ -100,6 +168,10 @@ def parser() -> argparse.ArgumentParser:
     cli.add_argument("--profile", choices=list(PROFILES), default="ci")
     cli.add_argument("--list", action="store_true",
                      help="print one command line per training the profile needs, and exit")
+    cli.add_argument("--all", action="store_true",
+                     help="run every training the profile needs (the missing ones)")
+    cli.add_argument("--jobs", type=jobs_argument, default=1,
+                     help="with --all: trainings at once, sharing the device (default 1)")
     cli.add_argument("--task", help="a task of the profile, e.g. mnist")
     cli.add_argument("--normalization", choices=NORMALIZATIONS)
     cli.add_argument("--seed", type=seed_argument, help="training seed, in [0, 2**32)")
@@ -119,9 +191,14 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(t.command(args.device if args.device != "auto" else "cuda")
                         for t in planned(args.profile)))
         return 0
+    if args.all:
+        run_all(planned(args.profile), args.jobs, args.device, args.cache_dir)
+        return 0
+    if args.jobs != 1:
+        cli.error("--jobs needs --all (one training runs in one process)")
     missing = [f"--{k}" for k in ("task", "normalization", "seed") if getattr(args, k) is None]
     if missing:
-        cli.error(f"{', '.join(missing)} required (or --list)")
+        cli.error(f"{', '.join(missing)} required (or --list, or --all)")
     tasks = list(get_profile(args.profile).tasks)
     if args.task not in tasks:
         cli.error(f"unknown task {args.task!r} for profile {args.profile}; valid: "
