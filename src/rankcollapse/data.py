@@ -42,6 +42,7 @@ import torch.nn.functional as F
 from PIL import Image
 from tqdm import tqdm
 
+from . import retrieval
 from .files import CorruptFile, check_verified, file_lock, sha256_file, write_verified
 
 SPLITS = ("train", "test")
@@ -90,6 +91,7 @@ _MNIST_DIGESTS = {
     "t10k-labels-idx1-ubyte.gz": "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6",
 }
 _DOWNLOADED = "downloaded on first use into the data root (see `data_root`), sha256-verified"
+_GENERATED = "generated on load from fixed seeds (`rankcollapse.retrieval`); no files"
 _SHIPPED = "ships with this package (package data `rankcollapse/standins/`); no network needed"
 
 DATASETS: dict[str, DatasetRecord] = {r.name: r for r in [
@@ -146,6 +148,15 @@ DATASETS: dict[str, DatasetRecord] = {r.name: r for r in [
         "MIT (LICENSE beside the file)",
         {"fashion_mnist.npz": "467d4429335af1a3484bbe2a5a4b5d634371403caadf2cd6843fe90ab711a321"},
         _SHIPPED, 4_000, 1, 28, stands_in_for="cats_dogs"),
+    DatasetRecord(
+        "retrieval", "text", tuple(str(v) for v in range(retrieval.VALUES)),
+        f"key-value retrieval, {retrieval.VALUES} classes, "
+        f"{retrieval.SIZES['train']:,} / {retrieval.SIZES['test']:,} generated sequences of "
+        f"1 + {retrieval.KEYS} tokens (this book's task with sharp attention)",
+        f"key-value retrieval (this book's task): a query key, then {retrieval.KEYS} "
+        f"(key, value) items in random order; the label is the queried key's value; "
+        f"generated from fixed seeds", "generated here: no license applies", {}, _GENERATED,
+        retrieval.SIZES["train"]),
 ]}
 
 
@@ -290,6 +301,8 @@ def load(name: str, split: str, root: str | Path | None = None, *, max_len: int 
     and Dogs: the first `limit` decodable images). `root`: see `data_root`; stand-ins ignore it.
     """
     _check_args(name, split, limit)
+    if name == "retrieval":
+        return _load_retrieval(split, limit, max_len)
     if record(name).kind == "text":
         return _load_text(name, split, data_root(root), max_len, tokenizer, limit)
     return _load_images(name, split, data_root(root), image_size, limit)
@@ -517,6 +530,16 @@ def _load_text(name: str, split: str, root: Path, max_len: int, tokenizer: Token
     ids, mask = tokenizer.encode([texts[i] for i in order], max_len)
     return Dataset(name, split, ids, torch.from_numpy(labels[order]), mask,
                    list(record(name).classes), "text", record(name).source, tokenizer)
+
+
+def _load_retrieval(split: str, limit: int | None, max_len: int) -> Dataset:
+    if max_len < 1 + retrieval.KEYS:
+        raise ValueError(f"the retrieval task's sequences have {1 + retrieval.KEYS} tokens; "
+                         f"max_len={max_len} cannot hold them")
+    vocab = Tokenizer(list(Tokenizer.SPECIALS) + retrieval.words())
+    x, y = retrieval.generate(split, len(Tokenizer.SPECIALS), limit)
+    return Dataset("retrieval", split, x, y, torch.ones_like(x, dtype=torch.bool),
+                   list(record("retrieval").classes), "text", record("retrieval").source, vocab)
 
 
 # ----------------------------------------------------------------------------- images
