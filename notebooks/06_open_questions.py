@@ -52,7 +52,7 @@ from dataclasses import replace
 
 import pandas as pd
 
-from rankcollapse import plots
+from rankcollapse import plots, trainings
 from rankcollapse.experiments import open_questions as oq
 from rankcollapse.experiments import trained_models as tm
 from rankcollapse.experiments.rank_collapse import log_summary
@@ -78,10 +78,14 @@ models = {role: {key: r.model for key, r in by_model.items()} for role, by_model
 # is compared with chapter 5's complete models run with the same parts switched off.
 
 # %% tags=["hide-output"]
-scratch = {role: oq.train_scratch(tasks[role], *data[role], settings.train_seeds,
+trainings.run_all(trainings.planned(settings.name, tuple(trainings.PURE)),
+                  settings.train_jobs, chapter.device)  # the missing ones, side by side
+scratch = {role: oq.train_scratch(tasks[role], *data[role], settings.scratch_seeds,
                                   chapter.device, settings.n_iter)
            for role in settings.scratch_tasks}
-analysed = [oq.scratch_analysis(scratch[role], complete[role], tests[role], settings.n_eval,
+same_seeds = {role: {k: r for k, r in complete[role].items() if k[1] in settings.scratch_seeds}
+              for role in settings.scratch_tasks}
+analysed = [oq.scratch_analysis(scratch[role], same_seeds[role], tests[role], settings.n_eval,
                                 chapter.device, role) for role in settings.scratch_tasks]
 scratch_accuracy = pd.concat([a for a, _ in analysed], ignore_index=True)
 scratch_residuals = pd.concat([r for _, r in analysed], ignore_index=True)
@@ -89,7 +93,7 @@ contrast = oq.training_contrast(scratch_residuals)
 chance = {role: 1 / len(data[role][0].classes) for role in settings.scratch_tasks}
 
 # %% tags=["remove-cell"]
-chapter.glue({"ch6_seeds": len(settings.train_seeds),
+chapter.glue({"ch6_seeds": len(settings.scratch_seeds),
               "ch6_chance": ", ".join(f"{c:.3f}" for c in chance.values()),
               "ch6_scratch_tasks": ", ".join(TITLES[r] for r in settings.scratch_tasks),
               "ch6_acc_inputs": oq.ACCURACY_INPUTS})

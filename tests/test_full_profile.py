@@ -30,7 +30,7 @@ def test_full_profile_model_trains_and_is_analysed(role, tmp_path):
     hidden, paths = analysis.hidden, analysis.paths
     assert hidden.layer.max() == 24 and hidden.residual.notna().all()
     assert set(paths.depth) == set(range(1, 25))
-    tokens = {"text": 128, "mnist": 1 + 7 * 7, "cats_dogs": 1 + 8 * 8}[role]
+    tokens = {"text": 128, "mnist": 1 + 7 * 7, "cats_dogs": 1 + 8 * 8, "retrieval": 17}[role]
     # the shape of the random control: images keep every token, text its real ones (median)
     real = tokens if test.mask is None else int(test.mask[:4].sum(1).median())
     assert analysis.shapes[role] == (24, 4, real)

@@ -216,13 +216,13 @@ def test_merged_rows_written_out(tmp_path):
                                   "power_every": every, "runs": RUNS, "effect": 1.5}
     c6c = rows["C6c"]
     assert c6c["detectable_ratio"] == 2.0 and c6c["data"] == "trained on t"  # NaN left out
-    assert c6c["figure"] == "fig-a, fig-b" and c6c["family"] == 6
+    assert c6c["figure"] == "fig-a, fig-b" and c6c["family"] == 8  # full: 4 tasks x 2
     c4b = rows["C4b"]
     assert c4b["verdict"] == "undecided" and c4b["detectable_ratio"] is None
     assert c4b["number"] == 1.0 and c4b["interval"] is None and c4b["figure"] is None
     b4 = rows["B4"]
     assert b4["verdict"] == "fewer iterations suffice" and b4["calibration"] is None
-    assert b4["direction"] == "parity" and b4["family"] == 3
+    assert b4["direction"] == "parity" and b4["family"] == 4  # full: 4 tasks
     assert b4["detectable_ratio"] == 1.008
     assert rows["C10"]["direction"] == "either" and rows["C2a"]["direction"] is None
     assert rows["C7"]["finding"] == ("a statement of the paper's limits, not a result to "

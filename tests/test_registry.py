@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 
 from rankcollapse import registry
-from rankcollapse.profiles import get_profile
+from conftest import THREE_TASKS
 from rankcollapse.registry import (CLAIMS, FINDINGS, Claim, Span, decide, family, run,
                                    run_sequence, tasks_of)
 from rankcollapse.verdicts import CLAIM_VERDICTS, FINDING_VERDICTS, Result
 
-CI = get_profile("ci")
+CI = THREE_TASKS  # the three-task profile the written-out tables assume (conftest)
 VARIANTS = ("full model", "without FFN", "without skip", "pure attention (no FFN, no skip)")
 
 

@@ -14,6 +14,7 @@ from rankcollapse.experiments.trained_models import (VARIANTS, Analysis, accurac
                                                      claims_table, layer_comparisons,
                                                      layer_sentences, path_comparisons, per_unit,
                                                      record, switched, train_config,
+                                                     logit_scales, scale_words,
                                                      trained_attention_claims)
 from rankcollapse.models import Switches, build_model
 from rankcollapse.profiles import Task, get_profile
@@ -120,7 +121,11 @@ def analysis_of(residuals: pd.DataFrame, path_ratio: float = 3.0) -> Analysis:
                                residual=0.1 * (1 + s) * (path_ratio if n == "sinkhorn" else 1.0))
                           for d in range(1, depth + 1) for s in range(6)
                           for n in ("softmax", "sinkhorn")])
-    return Analysis(residuals, residuals[residuals["layer"] > 0], paths, pd.DataFrame(), {})
+    attention = pd.DataFrame([dict(task=t, normalization=n, layer=layer, seed=0,
+                                   logit_std=0.5 * layer if n == "sinkhorn" else 0.25 * layer)
+                              for t in residuals["task"].unique() for n in ("softmax", "sinkhorn")
+                              for layer in range(1, depth + 1)])
+    return Analysis(residuals, residuals[residuals["layer"] > 0], paths, attention, {})
 
 
 def test_layer_comparisons_and_claims_on_constructed_ratios():
@@ -211,3 +216,14 @@ def test_accuracy_claim_counts_a_match_or_an_improvement():
     assert worse.verdict == "contradicted" and worse.results[0].high < 1
     one_seed = accuracy_claim(results([0.8], [0.8]), {"t": "T"}, toy)
     assert one_seed.verdict == "undecided" and one_seed.results[0].units == (1,)
+
+
+def test_logit_scales_are_medians_per_task_normalization_and_layer():
+    rows = [dict(task="t", normalization=n, layer=layer, seed=s, logit_std=v)
+            for n, base in (("softmax", 1.0), ("sinkhorn", 2.0)) for layer in (1, 2)
+            for s, v in enumerate((base * layer, base * layer + 1, base * layer + 5))]
+    table = pd.DataFrame(rows)
+    wide = logit_scales(table, {"t": "T"})
+    assert list(wide.index) == ["T, softmax", "T, Sinkhorn"]
+    assert wide.loc["T, Sinkhorn", "layer 2"] == 5.0 and wide.loc["T, softmax", "layer 1"] == 2.0
+    assert scale_words(table, {"t": "T"}) == "T: softmax 2–3, Sinkhorn 3–5"

@@ -427,6 +427,36 @@ def trained_attention_figure(stats: pd.DataFrame, titles: dict[str, str]):
     return fig  # the error panel's markers (circles median, triangles largest): the caption
 
 
+def learning_curves(curves: pd.DataFrame, titles: dict[str, str]):
+    """Per task (columns): the held-out loss (top, log scale) and accuracy (bottom) after
+    every epoch, one thin line per training seed, softmax blue and Sinkhorn red; `curves`
+    has columns task, normalization, seed, epoch, heldout_loss, heldout_accuracy and, for
+    the dashed lines, chance and baseline (a value per task)."""
+    tasks = [t for t in titles if t in set(curves["task"])]
+    fig, axes = plt.subplots(2, len(tasks), figsize=(3.6 * len(tasks), 5.4), squeeze=False,
+                             sharex="col")
+    for col, task in enumerate(tasks):
+        loss, accuracy = axes[0, col], axes[1, col]
+        g = curves[curves["task"] == task]
+        for (name, _), run in g.groupby(["normalization", "seed"], sort=False):
+            style = dict(color=NORMALIZATION_COLORS[name], linewidth=1, alpha=0.7)
+            loss.plot(run["epoch"], run["heldout_loss"], **style)
+            accuracy.plot(run["epoch"], run["heldout_accuracy"], **style)
+        for key, style in (("chance", ":"), ("baseline", "--")):
+            accuracy.axhline(g[key].iloc[0], color=OTHER_COLORS[5], linestyle=style,
+                             linewidth=1, label=key if col == 0 else None)
+        loss.set(yscale="log", title=textwrap.fill(titles[task], 34),
+                 ylabel="held-out loss (nats)" if col == 0 else None)
+        accuracy.set(xlabel="epoch", ylim=(0, 1.02),
+                     ylabel="held-out accuracy" if col == 0 else None)
+        accuracy.xaxis.set_major_locator(MaxNLocator(integer=True))
+    for name in NORMALIZATION_COLORS:
+        axes[1, 0].plot([], [], color=NORMALIZATION_COLORS[name], label=display(name))
+    fig.legend(*axes[1, 0].get_legend_handles_labels(), loc="outside lower center", ncol=4,
+               fontsize="small")
+    return fig
+
+
 # ----------------------------------------------------------------------------- chapter 6
 
 

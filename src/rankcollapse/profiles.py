@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True)
@@ -47,19 +47,25 @@ class Profile:
     train_seeds: tuple[int, ...] = (0,)  # one model per seed and normalization
     n_eval: int = 256  # test inputs analysed per model in chapter 5
     scratch_tasks: tuple[str, ...] = ()  # chapter 6: tasks whose models are also trained pure
+    scratch_seeds: tuple[int, ...] = (0,)  # chapter 6: the seeds trained pure (of train_seeds)
+    train_jobs: int = 1  # trainings run at once on the device (`trainings.run_all`)
     lipschitz_draws: int = 6  # chapter 6: independent random layers per (n, logit scale)
 
 
-# 12 layers (early and late layers differ), 3 seeds; the text and MNIST stand-ins train on
-# their first 5000 and 4000 examples (Fashion-MNIST for 4 epochs), so that the 18 trainings of
-# chapter 5 take about 7 minutes on 2 cores and the 12 of chapter 6 about 2.
+# 6 layers of width 48 (early and late layers differ), 5 seeds, each task trained for the
+# epochs its measured learning curve needs to level off (chapter 5 shows the curves): the
+# text stand-in on its first 3,000 examples, the image stand-ins and the retrieval task (whose
+# attention must find one token) on 4,000, so that the 40 trainings of chapter 5 take about
+# 15 minutes on 2 cores, two at a time.
 _CI_TASKS = {
-    "text": Task("wordnet4", depth=12, d_model=64, n_heads=4, d_ff=128, epochs=3,
-                 batch_size=128, lr=1e-3, warmup_steps=30, max_len=32, train_limit=5000),
-    "mnist": Task("mnist10k", depth=12, d_model=64, n_heads=4, d_ff=128, epochs=4,
-                  batch_size=128, lr=1e-3, warmup_steps=30, patch=7, train_limit=4000),
-    "cats_dogs": Task("fashion_mnist", depth=12, d_model=64, n_heads=4, d_ff=128, epochs=4,
-                      batch_size=128, lr=1e-3, warmup_steps=30, patch=7),
+    "text": Task("wordnet4", depth=6, d_model=48, n_heads=4, d_ff=96, epochs=5,
+                 batch_size=128, lr=2e-3, warmup_steps=30, max_len=20, train_limit=3000),
+    "mnist": Task("mnist10k", depth=6, d_model=48, n_heads=4, d_ff=96, epochs=7,
+                  batch_size=128, lr=2e-3, warmup_steps=30, patch=7, train_limit=4000),
+    "cats_dogs": Task("fashion_mnist", depth=6, d_model=48, n_heads=4, d_ff=96, epochs=5,
+                      batch_size=128, lr=2e-3, warmup_steps=30, patch=7),
+    "retrieval": Task("retrieval", depth=6, d_model=48, n_heads=4, d_ff=96, epochs=5,
+                      batch_size=128, lr=2e-3, warmup_steps=30, max_len=17, train_limit=4000),
 }
 # The paper's sizes: 24 layers, d_model 128, 4 heads, max length 128, MNIST 4x4 patches,
 # Cats and Dogs 16x16 patches (images resized to 128 x 128: 64 patches + <cls>, our choice).
@@ -70,19 +76,30 @@ _FULL_TASKS = {
                   batch_size=128, lr=5e-4, warmup_steps=1000, patch=4),
     "cats_dogs": Task("cats_dogs", depth=24, d_model=128, n_heads=4, d_ff=256, epochs=20,
                       batch_size=64, lr=3e-4, warmup_steps=1000, patch=16, image_size=128),
+    "retrieval": Task("retrieval", depth=24, d_model=128, n_heads=4, d_ff=256, epochs=20,
+                      batch_size=128, lr=5e-4, warmup_steps=100, max_len=17),
 }
 
 PROFILES: dict[str, Profile] = {
     "ci": Profile("ci", n_tokens=32, d_model=32, n_heads=2, depth=12, n_iter=50,
                   n_samples=32, weight_draws=4, n_paths=100, n_pools=12,
-                  paths_per_pool=25, tasks=_CI_TASKS, train_seeds=(0, 1, 2), n_eval=128,
-                  scratch_tasks=("cats_dogs",), lipschitz_draws=6),
+                  paths_per_pool=25, tasks=_CI_TASKS, train_seeds=(0, 1, 2, 3, 4), n_eval=128,
+                  scratch_tasks=("cats_dogs",), scratch_seeds=(0, 1, 2), train_jobs=2,
+                  lipschitz_draws=6),
     "full": Profile("full", n_tokens=128, d_model=128, n_heads=4, depth=24, n_iter=50,
                     n_samples=128, weight_draws=4, n_paths=100, n_pools=16,
-                    paths_per_pool=100, tasks=_FULL_TASKS, train_seeds=(0, 1, 2),
+                    paths_per_pool=100, tasks=_FULL_TASKS, train_seeds=(0, 1, 2, 3, 4),
                     n_eval=512, scratch_tasks=("text", "mnist", "cats_dogs"),
-                    lipschitz_draws=16),
+                    scratch_seeds=(0, 1, 2, 3, 4), train_jobs=4, lipschitz_draws=16),
 }
+
+
+# Every chapter's code path at the ci profile's shapes in a few minutes (tiny data, one epoch,
+# few draws): a check that the book runs, whose numbers mean nothing.
+PROFILES["smoke"] = replace(
+    PROFILES["ci"], name="smoke", n_samples=8, n_paths=10, n_pools=4, paths_per_pool=5,
+    n_eval=16, train_seeds=(0, 1, 2), scratch_seeds=(0, 1), lipschitz_draws=2,
+    tasks={role: replace(task, epochs=1, train_limit=256) for role, task in _CI_TASKS.items()})
 
 
 def get_profile(name: str) -> Profile:

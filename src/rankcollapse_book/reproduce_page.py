@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import fields
 from pathlib import Path
 
+from rankcollapse.data import record as dataset_record
 from rankcollapse.files import atomic_write_text
 from rankcollapse.profiles import PROFILES, Profile
 
@@ -28,6 +29,8 @@ LABELS = {  # Profile field -> what it sets (chapter)
     "train_seeds": "training seeds per task and normalization (chapter 5)",
     "n_eval": "test inputs analysed per trained model (chapters 5, 6)",
     "scratch_tasks": "tasks also trained as pure attention (chapter 6)",
+    "scratch_seeds": "training seeds of the pure-attention models (chapter 6)",
+    "train_jobs": "trainings run at once, sharing the device (chapters 5, 6)",
     "lipschitz_draws": "random layers per setting, Lipschitz constants (chapter 6)",
 }
 TASK_ROWS = {  # chapter 5, per task: label -> how to read it from the Task
@@ -35,7 +38,7 @@ TASK_ROWS = {  # chapter 5, per task: label -> how to read it from the Task
     "layers, width, heads, FFN width": lambda t: f"{t.depth}, {t.d_model}, {t.n_heads}, {t.d_ff}",
     "epochs, batch size, learning rate": lambda t: f"{t.epochs}, {t.batch_size}, {t.lr:g}",
     "training examples": lambda t: f"first {t.train_limit:,}" if t.train_limit else "all",
-    "input": lambda t: (f"{t.max_len} tokens" if t.dataset in ("wordnet4", "ag_news") else
+    "input": lambda t: (f"{t.max_len} tokens" if dataset_record(t.dataset).kind == "text" else
                         f"{t.patch}x{t.patch} patches"
                         + (f" of {t.image_size}x{t.image_size} images" if t.image_size else "")),
 }

@@ -27,7 +27,8 @@ from ..registry import ACCURACY_MARGIN, ENTROPY_MARGIN, Claim, run
 from ..stats import WORDS, compare_table, describe, mostly_at_floor, unit_values
 from ..verdicts import (LEARNED, SHARE, TOLERANCE, Result, comparative, marginal_check,
                         results_sentence)
-from ..training import TrainConfig, TrainResult, train
+from ..baselines import linear_baseline
+from ..training import TrainConfig, TrainResult, plateaued, train
 from ..trainings import models_dir
 from .random_matrix_control import path_residuals
 
@@ -38,13 +39,16 @@ VARIANTS = {"full model": Switches(),
             "pure attention (no FFN, no skip)": Switches(skip=False, ffn=False)}
 
 
-ROLES = {"text": "text classification", "mnist": "MNIST digits", "cats_dogs": "Cats and Dogs"}
+ROLES = {"text": "text classification", "mnist": "MNIST digits", "cats_dogs": "Cats and Dogs",
+         "retrieval": "key-value retrieval"}
+OURS = {"retrieval"}  # the tasks of this book's choosing, not the paper's
 
 
 def task_titles(data: dict[str, tuple[Dataset, Dataset]]) -> dict[str, str]:
     """A title per task role (`ROLES`), naming the stand-in dataset where one is used."""
     return {role: ROLES[role] + (f" (stand-in: {train.name})"
-                                 if dataset_record(train.name).stands_in_for else "")
+                                 if dataset_record(train.name).stands_in_for else
+                                 " (this book's task)" if role in OURS else "")
             for role, (train, _) in data.items()}
 
 
@@ -200,6 +204,67 @@ def accuracy_table(results: dict[str, dict[tuple[str, int], TrainResult]]) -> pd
                      seeds=("seed", "count"), train_minutes=("train_minutes", "mean"))
 
 
+PLATEAU = {"window": 2, "fraction": 0.05}  # `training.plateaued`: the criterion the book states
+
+
+def curve_table(results: dict[str, dict[tuple[str, int], TrainResult]]) -> pd.DataFrame:
+    """The learning curves: one row per (task, normalization, seed, epoch) with the training
+    loss and the held-out loss and accuracy after that epoch."""
+    return pd.DataFrame([{"task": role, "normalization": name, "seed": seed, **point}
+                         for role, by_model in results.items()
+                         for (name, seed), r in by_model.items() for point in r.curve])
+
+
+def convergence_table(results: dict[str, dict[tuple[str, int], TrainResult]],
+                      data: dict[str, tuple[Dataset, Dataset]], titles: dict[str, str]
+                      ) -> pd.DataFrame:
+    """Per task and normalization: the test accuracy (mean over seeds, and the lowest), chance
+    (1 / classes), the linear baseline's test accuracy on the same data (`baselines`), the
+    held-out loss's relative improvement over the last `PLATEAU["window"]` epochs (median over
+    seeds) and how many seeds meet the plateau criterion."""
+    window, fraction = PLATEAU["window"], PLATEAU["fraction"]
+    baseline = {role: linear_baseline(*data[role]) for role in results}
+    rows = []
+    for role, by_model in results.items():
+        for name in NORMALIZATIONS:
+            runs = [r for (n, _), r in by_model.items() if n == name]
+            gains = [(r.curve[-1 - window]["heldout_loss"] - r.curve[-1]["heldout_loss"])
+                     / r.curve[-1 - window]["heldout_loss"] for r in runs
+                     if len(r.curve) > window]
+            rows.append({"task": titles[role], "normalization": name,
+                         "accuracy": np.mean([r.test_accuracy for r in runs]),
+                         "lowest": min(r.test_accuracy for r in runs),
+                         "chance": 1 / len(data[role][0].classes),
+                         "linear baseline": baseline[role], "epochs": runs[0].config.epochs,
+                         "last-epochs gain": float(np.median(gains)) if gains else np.nan,
+                         "plateaued": f"{sum(plateaued(r.curve, window, fraction) for r in runs)}"
+                                      f" of {len(runs)}"})
+    return pd.DataFrame(rows)
+
+
+def logit_scales(attention: pd.DataFrame, titles: dict[str, str]) -> pd.DataFrame:
+    """The trained logit scale (median over inputs and seeds of each layer's logit standard
+    deviation, `attention_statistics`): one row per task and normalization, one column per
+    layer."""
+    table = attention.groupby(["task", "normalization", "layer"], sort=False)["logit_std"]
+    wide = table.median().unstack("layer")
+    wide.index = [f"{titles[t]}, {'Sinkhorn' if n == 'sinkhorn' else n}" for t, n in wide.index]
+    wide.columns = [f"layer {c}" for c in wide.columns]
+    return wide
+
+
+def scale_words(attention: pd.DataFrame, titles: dict[str, str]) -> str:
+    """'text: softmax 0.41–0.93, Sinkhorn 0.38–0.88; ...': per task, the range over layers of
+    each normalization's trained logit scale (`logit_scales`)."""
+    medians = attention.groupby(["task", "normalization", "layer"], sort=False)["logit_std"]
+    medians = medians.median()
+    return "; ".join(
+        f"{titles[task]}: " + ", ".join(
+            f"{'Sinkhorn' if name == 'sinkhorn' else name} {g.min():.2g}–{g.max():.2g}"
+            for name, g in per_task.groupby(level="normalization", sort=False))
+        for task, per_task in medians.groupby(level="task", sort=False))
+
+
 ACCURACY_WORDS = {**comparative("more accurate", "less accurate"), "parity": "a match"}
 
 
@@ -245,7 +310,8 @@ def chance_sentence(results: dict[str, dict[tuple[str, int], TrainResult]],
 
 FLOOR = rounding_floor(torch.float64)  # the analysis runs in float64
 # The figures of the hidden-state residuals, one per task (the chapter's names).
-RESIDUAL_FIGURES = "fig-trained-residual-text, fig-trained-residual-mnist, fig-trained-residual-cats"
+RESIDUAL_FIGURES = ("fig-trained-residual-text, fig-trained-residual-mnist, fig-trained-residual-cats, "
+                    "fig-trained-residual-retrieval")
 
 
 def layer_comparisons(table: pd.DataFrame, value: str = "residual", unit: str = "seed"
@@ -337,7 +403,9 @@ def claims(analysis: "Analysis", titles: dict[str, str], profile: Profile) -> li
     depth = max(t.depth for t in profile.tasks.values())
     return [
         Claim.of("C4a", tested["C4a"], f"Complete models, layers 1–{depth}, Sinkhorn / "
-                 "softmax: " + results_sentence(tested["C4a"]), figure=RESIDUAL_FIGURES),
+                 "softmax: " + results_sentence(tested["C4a"]) + " The trained logit scale "
+                 "(median standard deviation of the logits, lowest–highest layer): "
+                 + scale_words(analysis.attention, titles) + ".", figure=RESIDUAL_FIGURES),
         Claim.of("C4b", tested["C4b"], "Complete models, the ratio Sinkhorn / softmax over "
                  "the first half of the layers divided by that over the second half (above 1: "
                  "larger early): " + results_sentence(tested["C4b"], words={
