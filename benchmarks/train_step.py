@@ -1,13 +1,16 @@
 """Benchmark: one training step of the same Vision Transformer, Sinkhorn against softmax.
 
     .venv/bin/python benchmarks/train_step.py [--shapes ci paper] [--repeats 10]
-                                              [--out benchmarks/results]
+                                              [--out benchmarks/results] [--trained ci]
 
 For each set of shapes (`rankcollapse.timing.TRAIN_SHAPES`: the ci profile's and the
 paper's) and each phase (forward with the graph built, backward, the whole AdamW step as
 training runs it), prints the median time of each normalization and the median over
 interleaved rounds of the ratio Sinkhorn / softmax, on the CPU and, when present, on CUDA.
-Writes the table as CSV (`train_step-<device>.csv`).
+Writes the table as CSV (`train_step-<device>.csv`). With `--trained PROFILE`, also one
+step at the trained models' own logits for every task of that profile (chapter 5's cached
+Sinkhorn models, the same weights run with each normalization on real batches, interleaved:
+`timing.trained_step_table`), written to `train_step_trained-<device>.csv`.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pathlib import Path
 import torch
 
 from rankcollapse.files import atomic_write
-from rankcollapse.timing import TRAIN_SHAPES, train_step_table
+from rankcollapse.timing import TRAIN_SHAPES, train_step_table, trained_step_table
 
 
 def main() -> None:
@@ -26,6 +29,9 @@ def main() -> None:
     parser.add_argument("--shapes", nargs="+", default=list(TRAIN_SHAPES), choices=TRAIN_SHAPES)
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
+    parser.add_argument("--trained", metavar="PROFILE", default=None,
+                        help="also time steps at the trained models of this profile")
+    parser.add_argument("--cache-dir", type=Path, default=None, help="the model cache")
     args = parser.parse_args()
     devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
     for device in devices:
@@ -35,6 +41,13 @@ def main() -> None:
         path = atomic_write(args.out / f"train_step-{device.type}.csv",
                             lambda tmp: table.to_csv(tmp, index=False))
         print(f"wrote {path}\n")
+        if args.trained:
+            trained = trained_step_table(args.trained, device, args.repeats,
+                                         cache_dir=args.cache_dir)
+            print(trained.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+            path = atomic_write(args.out / f"train_step_trained-{device.type}.csv",
+                                lambda tmp: trained.to_csv(tmp, index=False))
+            print(f"wrote {path}\n")
 
 
 if __name__ == "__main__":

@@ -178,6 +178,7 @@ curves = tm.curve_table(results).merge(
     [["task", "chance", "linear baseline"]].drop_duplicates("task")
     .rename(columns={"linear baseline": "baseline"}), on="task")
 chapter.glue({"ch5_heldout": next(iter(results["text"].values())).config.heldout})
+chapter.glue_text({"ch5_convergence": tm.convergence_sentence(convergence)})
 
 # %% mystnb={"figure": {"caption": "Learning curves of every trained model: held-out loss (top, log scale) and held-out accuracy (bottom) on the first test inputs after each epoch, one thin line per training seed, softmax blue and Sinkhorn red, one column per task. Dotted: chance; dashed: the linear baseline's test accuracy.", "name": "fig-learning-curves"}}
 chapter.show(plots.learning_curves(curves, TITLES), "fig-learning-curves", curves)
@@ -186,7 +187,7 @@ chapter.show(plots.learning_curves(curves, TITLES), "fig-learning-curves", curve
 # The columns of the table: *accuracy* is the test accuracy (mean over seeds; *lowest*, the
 # worst seed), *last-epochs gain* the relative improvement of the held-out loss over the last
 # {glue:text}`ch5_window` epochs (median over seeds; negative when it rose), *plateaued* how
-# many seeds meet the criterion above.
+# many seeds meet the criterion above. {glue:md}`ch5_convergence`
 #
 # ## Rank decay of the hidden states
 #

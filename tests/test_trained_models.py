@@ -227,3 +227,19 @@ def test_logit_scales_are_medians_per_task_normalization_and_layer():
     assert list(wide.index) == ["T, softmax", "T, Sinkhorn"]
     assert wide.loc["T, Sinkhorn", "layer 2"] == 5.0 and wide.loc["T, softmax", "layer 1"] == 2.0
     assert scale_words(table, {"t": "T"}) == "T: softmax 2–3, Sinkhorn 3–5"
+
+
+def test_convergence_sentence_names_models_below_the_baseline_and_open_plateaus():
+    from rankcollapse.experiments.trained_models import convergence_sentence
+
+    table = pd.DataFrame([
+        {"task": "A", "normalization": "softmax", "accuracy": 0.8, "linear baseline": 0.9,
+         "plateaued": "2 of 5"},
+        {"task": "A", "normalization": "sinkhorn", "accuracy": 0.95, "linear baseline": 0.9,
+         "plateaued": "5 of 5"}])
+    words = convergence_sentence(table)
+    assert "below the linear baseline on A, softmax (0.800 against 0.900)" in words
+    assert "A, softmax (2 of 5)" in words and "Sinkhorn (5 of 5)" not in words
+    good = table.assign(accuracy=0.95, plateaued="5 of 5")
+    assert convergence_sentence(good) == ("Every task's Transformers beat the linear baseline "
+                                          "on average. Every model meets the plateau criterion.")

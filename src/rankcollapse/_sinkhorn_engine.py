@@ -22,7 +22,12 @@ respect to the logits is `P * (G - alpha 1^T - 1 beta^T)`: one small linear solv
 instead of differentiating every half-step. Where the matrix converged this equals the
 gradient through the unrolled iterations up to the remaining marginal error. A matrix that did
 not converge gets the exact gradient of the iterations it ran: they are recomputed from the
-saved logits and differentiated by hand. Saved for backward: the logits and P.
+saved logits and differentiated by hand, unless its marginal error after them is at most
+`NEAR` (float32: 1e-5): then the implicit gradient is used for it too, which differs from
+the unrolled one by about that much relative to its size (measured on trained models' logits:
+at most 2e-5 below an error of 1e-5, against 1e-4 allowed by the tests), and a few slow
+matrices no longer make a whole batch take the unrolled path. Saved for backward: the logits
+and P.
 """
 
 from __future__ import annotations
@@ -316,6 +321,23 @@ def unrolled_backward(logits: torch.Tensor, grad_p: torch.Tensor, half_steps: in
     return torch.cat(grads)
 
 
+# Largest marginal error after the last half-step at which a matrix that did not converge
+# still takes the implicit backward (see the module docstring); other dtypes: `tolerance`.
+NEAR = {torch.float32: 1e-5}
+
+
+def nearly_converged(p: torch.Tensor, half_steps: int, mask: torch.Tensor | None
+                     ) -> torch.Tensor:
+    """Per matrix of `(B, n, n)` P, whether its marginal error (rows after a column step,
+    columns after a row step; real lines only) is at most `NEAR` for its dtype."""
+    n = p.shape[-1]
+    sums = p.sum(-1) if half_steps % 2 == 0 else p.sum(-2)
+    error = (sums - 1).abs()
+    if mask is not None:
+        error = error.masked_fill(~mask, 0.0)
+    return error.amax(-1) <= NEAR.get(p.dtype, tolerance(p.dtype, n))
+
+
 class SinkhornFunction(torch.autograd.Function):
     """Sinkhorn with early stopping; the backward pass is implicit for the matrices that
     converged and the exact unrolled one for the others (see the module docstring)."""
@@ -323,6 +345,10 @@ class SinkhornFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits, half_steps, mask, early_stop):
         p, converged = sinkhorn_forward(logits, half_steps, mask, early_stop)
+        if early_stop and half_steps > 2 and not bool(converged.all()):
+            n = logits.shape[-1]
+            flat_mask = None if mask is None else mask.reshape(-1, n)
+            converged = converged | nearly_converged(p.reshape(-1, n, n), half_steps, flat_mask)
         ctx.half_steps, ctx.mask, ctx.converged = half_steps, mask, converged
         ctx.save_for_backward(logits, p)
         return p

@@ -267,3 +267,55 @@ def training_estimate(profile, device: torch.device, steps: int = 5, seed: int =
                          "seconds_per_step": seconds, "steps": total,
                          "estimated_hours": seconds * total / 3600, "device": device.type})
     return pd.DataFrame(rows)
+
+
+def trained_step_table(profile: str, device: torch.device, repeats: int = 10, seed: int = 0,
+                       cache_dir=None) -> pd.DataFrame:
+    """One training step at the trained models' own logits, per task of `profile`: the
+    Sinkhorn model of training seed `seed` (from the model cache; trained there if missing)
+    and the same weights with softmax attention, each stepping on the same real training
+    batches in turn (rounds interleaved; learning rate 0, so the weights stay the trained
+    ones). Median times, the median of the per-round ratios Sinkhorn / softmax, and the share
+    of the attention matrices of the first batch whose Sinkhorn iteration converged (stopped
+    early, with the implicit backward) rather than running all iterations."""
+    import copy
+
+    from ._sinkhorn_engine import sinkhorn_forward
+    from .experiments.trained_models import load_task
+    from .normalizations import half_step_count
+    from .training import _batch, epoch_order, optimizer_step
+    from .trainings import Training, run
+
+    settings, rows = get_profile(profile), []
+    for role, task in settings.tasks.items():
+        trained = run(Training(profile, role, "sinkhorn", seed), device, cache_dir).model
+        models = {"sinkhorn": trained.train(), "softmax": copy.deepcopy(trained).train()}
+        for layer in models["softmax"].encoder.blocks:
+            layer.attn.normalization = "softmax"
+        optimizers = {k: torch.optim.AdamW(m.parameters(), lr=0.0) for k, m in models.items()}
+        train_data = load_task(task)[0]
+        order = epoch_order(len(train_data), seed, 0)
+        batches = [_batch(train_data, order[i * task.batch_size:(i + 1) * task.batch_size],
+                          device) for i in range(min(repeats + 1, len(order) // task.batch_size))]
+        times = {k: [] for k in models}
+        for i, batch in enumerate(batches):
+            for name, model in models.items():
+                step = lambda m=model, o=optimizers[name]: optimizer_step(m, o, batch, 0.0)  # noqa: E731
+                seconds = _timed(device, step)
+                if i:  # the first round warms up
+                    times[name].append(seconds)
+        with torch.no_grad():
+            _, out = trained.eval()(batches[0][0], batches[0][1], record=True)
+            mask = None if batches[0][1] is None else batches[0][1][:, None, :].expand(
+                *out.logits.shape[1:-1])
+            shares = [float(sinkhorn_forward(logits.float(), half_step_count(settings.n_iter),
+                                             mask)[1].float().mean()) for logits in out.logits]
+        soft, sink = times["softmax"], times["sinkhorn"]
+        rows.append({"task": role, "dataset": task.dataset, "device": device.type,
+                     "softmax_ms": 1e3 * statistics.median(soft),
+                     "sinkhorn_ms": 1e3 * statistics.median(sink),
+                     "ratio": statistics.median(b / a for a, b in zip(soft, sink)),
+                     "converged_share": statistics.mean(shares),
+                     "logit_std": float(torch.stack([l.std() for l in out.logits]).median()),
+                     "repeats": len(soft), "threads": torch.get_num_threads()})
+    return pd.DataFrame(rows)

@@ -242,6 +242,30 @@ def convergence_table(results: dict[str, dict[tuple[str, int], TrainResult]],
     return pd.DataFrame(rows)
 
 
+def convergence_sentence(table: pd.DataFrame) -> str:
+    """What `convergence_table` says, in words: where the Transformers stay below the linear
+    baseline, and where fewer than all seeds meet the plateau criterion."""
+    below = [f"{r.task}, {'Sinkhorn' if r.normalization == 'sinkhorn' else r.normalization} "
+             f"({r.accuracy:.3f} against {r['linear baseline']:.3f})"
+             for _, r in table.iterrows() if r.accuracy < r["linear baseline"]]
+    open_ = [f"{r.task}, {'Sinkhorn' if r.normalization == 'sinkhorn' else r.normalization} "
+             f"({r.plateaued})" for _, r in table.iterrows()
+             if not r.plateaued.startswith(r.plateaued.split(" of ")[-1] + " ")]
+    words = []
+    if below:
+        words.append("The Transformers stay below the linear baseline on " + "; ".join(below)
+                     + ": at this budget they are not trained to what the data allow, and "
+                     "their attention is that of models still learning.")
+    else:
+        words.append("Every task's Transformers beat the linear baseline on average.")
+    if open_:
+        words.append("Not every seed meets the plateau criterion: " + "; ".join(open_)
+                     + " (seeds that meet it).")
+    else:
+        words.append("Every model meets the plateau criterion.")
+    return " ".join(words)
+
+
 def logit_scales(attention: pd.DataFrame, titles: dict[str, str]) -> pd.DataFrame:
     """The trained logit scale (median over inputs and seeds of each layer's logit standard
     deviation, `attention_statistics`): one row per task and normalization, one column per
