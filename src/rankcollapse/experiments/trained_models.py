@@ -28,6 +28,7 @@ from ..stats import WORDS, compare_table, describe, mostly_at_floor, unit_values
 from ..verdicts import (LEARNED, SHARE, TOLERANCE, Result, comparative, marginal_check,
                         results_sentence)
 from ..baselines import linear_baseline
+from ..plots import display
 from ..training import TrainConfig, TrainResult, plateaued, train
 from ..trainings import models_dir
 from .random_matrix_control import path_residuals
@@ -245,11 +246,11 @@ def convergence_table(results: dict[str, dict[tuple[str, int], TrainResult]],
 def convergence_sentence(table: pd.DataFrame) -> str:
     """What `convergence_table` says, in words: where the Transformers stay below the linear
     baseline, and where fewer than all seeds meet the plateau criterion."""
-    below = [f"{r.task}, {'Sinkhorn' if r.normalization == 'sinkhorn' else r.normalization} "
+    below = [f"{r.task}, {display(r.normalization)} "
              f"({r.accuracy:.3f} against {r['linear baseline']:.3f})"
              for _, r in table.iterrows() if r.accuracy < r["linear baseline"]]
-    open_ = [f"{r.task}, {'Sinkhorn' if r.normalization == 'sinkhorn' else r.normalization} "
-             f"({r.plateaued})" for _, r in table.iterrows()
+    open_ = [f"{r.task}, {display(r.normalization)} ({r.plateaued})"
+             for _, r in table.iterrows()
              if not r.plateaued.startswith(r.plateaued.split(" of ")[-1] + " ")]
     words = []
     if below:
@@ -266,27 +267,29 @@ def convergence_sentence(table: pd.DataFrame) -> str:
     return " ".join(words)
 
 
+def _layer_scales(attention: pd.DataFrame) -> pd.Series:
+    """Median over inputs and seeds of each layer's logit standard deviation, indexed by
+    (task, normalization, layer)."""
+    return attention.groupby(["task", "normalization", "layer"], sort=False)["logit_std"].median()
+
+
 def logit_scales(attention: pd.DataFrame, titles: dict[str, str]) -> pd.DataFrame:
-    """The trained logit scale (median over inputs and seeds of each layer's logit standard
-    deviation, `attention_statistics`): one row per task and normalization, one column per
-    layer."""
-    table = attention.groupby(["task", "normalization", "layer"], sort=False)["logit_std"]
-    wide = table.median().unstack("layer")
-    wide.index = [f"{titles[t]}, {'Sinkhorn' if n == 'sinkhorn' else n}" for t, n in wide.index]
+    """The trained logit scale (`_layer_scales`, from `attention_statistics`): one row per
+    task and normalization, one column per layer."""
+    wide = _layer_scales(attention).unstack("layer")
+    wide.index = [f"{titles[t]}, {display(n)}" for t, n in wide.index]
     wide.columns = [f"layer {c}" for c in wide.columns]
     return wide
 
 
 def scale_words(attention: pd.DataFrame, titles: dict[str, str]) -> str:
     """'text: softmax 0.41–0.93, Sinkhorn 0.38–0.88; ...': per task, the range over layers of
-    each normalization's trained logit scale (`logit_scales`)."""
-    medians = attention.groupby(["task", "normalization", "layer"], sort=False)["logit_std"]
-    medians = medians.median()
+    each normalization's trained logit scale (`_layer_scales`)."""
     return "; ".join(
         f"{titles[task]}: " + ", ".join(
-            f"{'Sinkhorn' if name == 'sinkhorn' else name} {g.min():.2g}–{g.max():.2g}"
+            f"{display(name)} {g.min():.2g}–{g.max():.2g}"
             for name, g in per_task.groupby(level="normalization", sort=False))
-        for task, per_task in medians.groupby(level="task", sort=False))
+        for task, per_task in _layer_scales(attention).groupby(level="task", sort=False))
 
 
 ACCURACY_WORDS = {**comparative("more accurate", "less accurate"), "parity": "a match"}
