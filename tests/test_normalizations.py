@@ -328,3 +328,23 @@ def test_slow_matrices_near_the_fixed_point_keep_gradients_close_to_the_unrolled
     (sinkhorn_reference(ref, 50) * w.double()).sum().backward()
     diff = (ours.grad.double() - ref.grad).flatten(1).norm(dim=1) / ref.grad.flatten(1).norm(dim=1)
     assert float(diff.max()) < 1e-4
+
+
+@pytest.mark.parametrize("n", [2, 9, 17, 19])
+def test_kernels_iterated_padded_give_the_scalings_and_stops_of_the_kernel_alone(n):
+    """Below SMALL_N the CPU iterates K extended by an identity block: the real block's u, v
+    and which matrices converged are those of K itself (to rounding), the padded ones stay 1."""
+    from rankcollapse._sinkhorn_engine import SMALL_N, _kernel, _padded, _scale, tolerance
+
+    x = logits(64, n, 1.5, 21, torch.float32)
+    x[:8] *= 6  # some matrices need every iteration
+    k = _kernel(x, 101)
+    padded = _padded(k)
+    assert padded.shape[-1] == SMALL_N
+    tol = tolerance(k.dtype, n)
+    u, v, done = _scale(k, 101, tol)
+    up, vp, done_padded = _scale(padded, 101, tol)
+    assert torch.equal(done, done_padded) and done.any() and not done.all()
+    torch.testing.assert_close(up[:, :n], u, rtol=1e-6, atol=0)
+    torch.testing.assert_close(vp[:, :n], v, rtol=1e-6, atol=0)
+    assert (up[:, n:] == 1).all() and (vp[:, n:] == 1).all()

@@ -74,6 +74,21 @@ def time_vs_n(ns: list[int], batch: int, n_iter: int, repeats: int,
     return pd.DataFrame(rows)
 
 
+def matvec_table(ns: list[int], batch: int, repeats: int, device: torch.device
+                 ) -> pd.DataFrame:
+    """Median time of the batched vector-times-matrix product one scaling half-step of the
+    Sinkhorn engine makes, on `(batch, n, n)` float32, for each n (interleaved): on the CPU
+    it drops several-fold at n = `SMALL_N`, which is why smaller kernels iterate padded."""
+    fns = {}
+    for n in ns:
+        k, v = torch.rand(batch, n, n, device=device), torch.rand(batch, 1, n, device=device)
+        fns[n] = lambda k=k, v=v: v @ k
+    times = interleaved_times(fns, repeats, device)
+    return pd.DataFrame([{"n": n, "microseconds": 1e6 * statistics.median(t), "batch": batch,
+                          "device": device.type, "threads": torch.get_num_threads()}
+                         for n, t in times.items()])
+
+
 def sinkhorn_table(device: torch.device, shape: tuple[int, ...], repeats: int,
                    n_iter: int = 50, scale: float = 2.0) -> pd.DataFrame:
     """The benchmark's table: our Sinkhorn, the log-domain reference and softmax on random
