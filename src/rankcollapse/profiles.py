@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from .data import record
+
 
 @dataclass(frozen=True)
 class Task:
@@ -28,6 +30,7 @@ class Task:
     patch: int = 4  # images: patch side in pixels
     image_size: int | None = None  # images: resize to this side (None: keep)
     train_limit: int | None = None  # use only the first N training samples
+    test_limit: int | None = None  # and the first N test samples
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,20 @@ PROFILES["smoke"] = replace(
     PROFILES["ci"], name="smoke", n_samples=8, n_paths=10, n_pools=4, paths_per_pool=5,
     n_eval=16, train_seeds=(0, 1, 2), scratch_seeds=(0, 1), lipschitz_draws=2,
     tasks={role: replace(task, epochs=1, train_limit=256) for role, task in _CI_TASKS.items()})
+
+
+# The `full` profile's every path (its tasks, model shapes, depths, token counts, seeds and
+# chapter structure) at tiny data, one epoch and few draws, on the offline stand-ins of its
+# datasets (same classes and image sizes), so that the CPU walks what the first GPU run of
+# `full` will: a check that the book runs, whose numbers mean nothing.
+PROFILES["full-smoke"] = replace(
+    PROFILES["full"], name="full-smoke", n_samples=4, weight_draws=2, n_paths=6, n_pools=3,
+    paths_per_pool=4, n_eval=8, train_seeds=(0, 1, 2), scratch_seeds=(0, 1), train_jobs=2,
+    lipschitz_draws=2,
+    tasks={role: replace(task, dataset=record(task.dataset).stand_in or task.dataset,
+                         epochs=1, train_limit=32, test_limit=16, batch_size=16,
+                         warmup_steps=1)
+           for role, task in _FULL_TASKS.items()})
 
 
 def get_profile(name: str) -> Profile:

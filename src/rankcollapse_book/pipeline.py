@@ -39,7 +39,7 @@ from traitlets.config import Config
 
 from rankcollapse.devices import DEVICES, resolve_device
 from rankcollapse.files import atomic_write_text, digest_files, module_sources
-from rankcollapse.profiles import get_profile
+from rankcollapse.profiles import PROFILES, get_profile
 from rankcollapse.trainings import seed_argument
 from rankcollapse_book.chapter import FIGURE_DIR, caption_note, fill_execution_time, find_root
 from rankcollapse_book.figures_page import FORMATS, PAGE, collect, write_figures_page
@@ -309,7 +309,8 @@ def parser() -> argparse.ArgumentParser:
     options = argparse.ArgumentParser(add_help=False)
     options.add_argument("chapters", nargs="*", help="chapter names, e.g. 01_rank_collapse "
                          "(default: all)")
-    options.add_argument("--profile", type=profile, default="ci", help="ci (default) or full")
+    options.add_argument("--profile", type=profile, default="ci",
+                         help=f"one of {', '.join(PROFILES)} (default ci)")
     options.add_argument("--device", type=device, default="auto",
                          help=f"one of {', '.join(DEVICES)} (default auto: cuda if available)")
     options.add_argument("--seed", type=seed_argument, default=0,

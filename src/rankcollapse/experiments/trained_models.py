@@ -53,11 +53,12 @@ def task_titles(data: dict[str, tuple[Dataset, Dataset]]) -> dict[str, str]:
             for role, (train, _) in data.items()}
 
 
-def load_task(task: Task, root=None, limit_test: int | None = None) -> tuple[Dataset, Dataset]:
-    """Train and test splits of the task's dataset (text shares the training vocabulary)."""
+def load_task(task: Task, root=None) -> tuple[Dataset, Dataset]:
+    """Train and test splits of the task's dataset (text shares the training vocabulary),
+    limited to the task's `train_limit` and `test_limit` first examples."""
     options = dict(max_len=task.max_len, image_size=task.image_size)
     train_data = load(task.dataset, "train", root, limit=task.train_limit, **options)
-    test_data = load(task.dataset, "test", root, tokenizer=train_data.vocab, limit=limit_test,
+    test_data = load(task.dataset, "test", root, tokenizer=train_data.vocab, limit=task.test_limit,
                      **options)
     return train_data, test_data
 
