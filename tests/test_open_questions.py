@@ -92,12 +92,21 @@ def test_the_mechanism_verdict(one, broken, verdict):
     assert set(comparisons["mode"]) == set(oq.MODES)
 
 
-def constructed_sweep(enough: int, seeds=range(4)) -> pd.DataFrame:
-    """Accuracy 0.9 from `enough` iterations on, 0.5 below (per seed a little noise)."""
-    return pd.DataFrame([dict(task="t", seed=s, iterations=k,
-                              accuracy=(0.9 if k >= enough else 0.5) + 0.001 * s,
+def constructed_sweep(enough: int, seeds=range(4), low: float = 0.5) -> pd.DataFrame:
+    """Accuracy 0.9 from `enough` iterations on, `low` below (per seed a little noise), on
+    1,000 test inputs."""
+    return pd.DataFrame([dict(task="t", seed=s, iterations=k, inputs=1000,
+                              accuracy=(0.9 if k >= enough else low) + 0.001 * s,
                               residual=0.1, row_error=1e-3 / k, ms=10.0 * k)
                          for s in seeds for k in oq.ITERATIONS])
+
+
+def test_an_accuracy_of_zero_is_censored_at_one_right_answer():
+    """A seed with no right answer below `enough` (a small test set, a bad model) is entered
+    at one right answer among the test inputs, not refused."""
+    claim = oq.iteration_claim(constructed_sweep(20, low=0.0), {"t": "T"}, profile("t"))
+    assert claim.verdict == "fewer iterations suffice" and ": 20; a forward pass" in claim.finding
+    assert claim.results[0].censored == 0 and claim.results[1].censored == 2  # seeds 0 and 1: at most one right answer
 
 
 @pytest.mark.parametrize("enough, verdict", [(3, "fewer iterations suffice"),

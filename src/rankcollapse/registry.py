@@ -490,11 +490,12 @@ def run(claim_id: str, part_name: str, data: pd.DataFrame, profile: Profile,
 
 
 def run_sequence(claim_id: str, data: pd.DataFrame, profile: Profile,
-                 titles: dict[str, str] | None = None) -> list[Result]:
+                 titles: dict[str, str] | None = None, floor: float = 0.0) -> list[Result]:
     """B4's registered test: per task and iteration count k below the most, the accuracy
     with k against that with the most (columns task, unit, position = k, value), paired
     over units, parity within the part's margin, each task's tests at the family level of
-    the registered tasks; each result's `at` is its k."""
+    the registered tasks; each result's `at` is its k. Values at or below `floor` (for an
+    accuracy: one right answer among the test inputs) are censored there."""
     part = next(p for p in CLAIMS[claim_id].parts if p.test == "sequence")
     expected = tasks_of(part, profile)
     if set(data["task"]) != set(expected):
@@ -506,10 +507,11 @@ def run_sequence(claim_id: str, data: pd.DataFrame, profile: Profile,
         g = data[data["task"] == task].pivot(index="unit", columns="position", values="value")
         most = g.columns.max()
         for k in sorted(g.columns, reverse=True)[1:]:
-            logs, _, _ = censored_logs(g[most], g[k], 0.0)
+            logs, censored, tied = censored_logs(g[most], g[k], floor)
             est = paired_estimate(logs) if len(logs) >= MIN_UNITS else None
             name = (titles or {}).get(task, task)
-            results.append(replace(_result(part, name, est, level, len(logs), 0, 0,
+            results.append(replace(_result(part, name, est, level, len(logs),
+                                           int(censored.sum()), int(tied.sum()),
                                            (float(np.std(logs, ddof=1)),), units=(len(logs),)),
                                    at=float(k)))
     return results

@@ -384,6 +384,7 @@ def iteration_sweep(models: dict[str, dict[tuple[str, int], TrainResult]],
                 rows_error = torch.maximum(*marginal_errors(out.attention.double(), head_mask))
                 residual = tm.hidden_residuals(out, m)
                 rows.append({"task": task, "seed": seed, "iterations": k, "accuracy": acc,
+                             "inputs": min(ACCURACY_INPUTS, len(data)),
                              "residual": float(residual.loc[residual["layer"] ==
                                                             residual["layer"].max(),
                                                             "residual"].median()),
@@ -399,7 +400,7 @@ def iteration_claim(sweep: pd.DataFrame, titles: dict[str, str], profile: Profil
     from doubly stochastic there."""
     data = sweep.rename(columns={"seed": "unit", "iterations": "position",
                                  "accuracy": "value"})
-    tested = run_sequence("B4", data, profile, titles)
+    tested = run_sequence("B4", data, profile, titles, floor=1 / sweep["inputs"].max())
     full = sweep["iterations"].max()
     needed = iterations_verdict({t: {full: "parity", **{r.at: r.found for r in tested
                                                           if r.task == t}}
