@@ -143,3 +143,25 @@ def test_classifiers_refuse_bad_inputs_with_clear_errors():
     image = build_model(ModelConfig("image", 2, encoder, image_size=8, patch=4))
     with pytest.raises(ValueError, match=r"images must have shape \(batch, 1, 8, 8\)"):
         image(torch.rand(8, 8))
+
+
+@pytest.mark.parametrize("scale", [0.5, 3.0])
+def test_logit_init_sets_the_starting_logit_scale(scale):
+    torch.manual_seed(0)
+    encoder = Encoder(EncoderConfig(d_model=64, n_heads=4, depth=3, d_ff=64,
+                                    logit_init=scale))
+    x = torch.randn(16, 24, 64)  # unit-variance tokens, as after a LayerNorm
+    with torch.no_grad():
+        logits = encoder(x, record=True).logits
+    # the first layer sees x itself; the others see whatever the blocks made of it
+    assert abs(float(logits[0].std()) / scale - 1) < 0.15
+    torch.manual_seed(0)
+    default = Encoder(EncoderConfig(d_model=64, n_heads=4, depth=3, d_ff=64))
+    with torch.no_grad():
+        assert float(default(x, record=True).logits[0].std()) < 0.5  # PyTorch's own init
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf")])
+def test_logit_init_must_be_a_positive_scale(bad):
+    with pytest.raises(ValueError, match="logit_init"):
+        EncoderConfig(logit_init=bad)

@@ -84,6 +84,16 @@ class EncoderConfig:
     normalization: str = "softmax"  # or "sinkhorn"
     n_iter: int = 50  # full Sinkhorn iterations
     switches: Switches = field(default_factory=Switches)
+    # The attention-logit scale at initialisation: W_q and W_k drawn as in `init_random_`, so
+    # that the logits of unit-variance tokens start with this standard deviation. None:
+    # PyTorch's default initialisation (logit scale about 0.3).
+    logit_init: float | None = None
+
+    def __post_init__(self):
+        if self.logit_init is not None and not (math.isfinite(self.logit_init)
+                                                and self.logit_init > 0):
+            raise ValueError(f"logit_init is a positive logit scale or None; got "
+                             f"{self.logit_init!r}")
 
 
 @dataclass
@@ -126,6 +136,10 @@ class Encoder(nn.Module):
         super().__init__()
         self.cfg = replace(cfg, switches=replace(cfg.switches))  # own copy of the switches
         self.blocks = nn.ModuleList(Block(self.cfg) for _ in range(cfg.depth))
+        if cfg.logit_init is not None:
+            with torch.no_grad():
+                for block in self.blocks:
+                    _init_query_key_(block.attn, cfg.logit_init)
 
     @property
     def switches(self) -> Switches:
@@ -157,15 +171,21 @@ def init_random_(encoder: Encoder, logit_std: float, generator: torch.Generator)
     with torch.no_grad():
         for block in encoder.blocks:
             d = block.attn.qkv.in_features
-            qk_std = math.sqrt(logit_std / d)
-            w = block.attn.qkv.weight
-            w[: 2 * d].normal_(0.0, qk_std, generator=generator)
-            w[2 * d:].normal_(0.0, 1 / math.sqrt(d), generator=generator)
+            _init_query_key_(block.attn, logit_std, generator)
+            block.attn.qkv.weight[2 * d:].normal_(0.0, 1 / math.sqrt(d), generator=generator)
             for lin in (block.attn.out, block.ffn[0], block.ffn[2]):
                 lin.weight.normal_(0.0, 1 / math.sqrt(lin.in_features), generator=generator)
                 if lin.bias is not None:
                     lin.bias.zero_()
     return encoder
+
+
+def _init_query_key_(attn: nn.Module, logit_std: float,
+                     generator: torch.Generator | None = None) -> None:
+    """W_q, W_k entries ~ N(0, logit_std / d) (no gradient): q.k / sqrt(d_head) of
+    unit-variance tokens then has standard deviation about `logit_std`."""
+    d = attn.qkv.in_features
+    attn.qkv.weight[: 2 * d].normal_(0.0, math.sqrt(logit_std / d), generator=generator)
 
 
 def random_stack(d_model: int, n_heads: int, depth: int, normalization: str,

@@ -31,6 +31,7 @@ class Task:
     image_size: int | None = None  # images: resize to this side (None: keep)
     train_limit: int | None = None  # use only the first N training samples
     test_limit: int | None = None  # and the first N test samples
+    logit_init: float | None = None  # attention-logit scale at initialisation (EncoderConfig)
 
 
 @dataclass(frozen=True)
@@ -55,12 +56,19 @@ class Profile:
     lipschitz_draws: int = 6  # chapter 6: independent random layers per (n, logit scale)
 
 
-# 6 layers of width 48 (early and late layers differ), 5 seeds; epochs and examples as many
-# as the 35-minute budget of the book allows (chapter 5 shows the learning curves and says
-# where they have not levelled off): the text stand-in on its first 4,000 examples, MNIST's
-# and the retrieval task (whose attention must find one token) on all 8,000, the Cats
-# stand-in on its 4,000, so that the 40 trainings of chapter 5 take about 15 minutes on 2
-# cores, two at a time.
+# The retrieval task's models start at this attention-logit scale (this book's choice): in
+# the regime where softmax and Sinkhorn differ (chapter 3), which PyTorch's default
+# initialisation (about 0.3) does not reach on this task. Measured on the ci task: trained
+# from it, every layer's logit scale stays between 2.7 and 3.1, at test accuracy 0.99.
+SHARP_START = 3.0
+
+# 6 layers of width 48 (early and late layers differ), 8 seeds (measured: with them C4a's
+# primary test detects a ratio of 1.4 or less on every task; with 5, 1.67 on Cats and Dogs);
+# epochs and examples as many as the 35-minute budget of the book allows (chapter 5 shows
+# the learning curves and says where they have not levelled off): the text stand-in on its
+# first 4,000 examples, MNIST's and the retrieval task (whose attention must find one token)
+# on all 8,000, the Cats stand-in on its 4,000; the 64 trainings of chapter 5 run two at a
+# time.
 _CI_TASKS = {
     "text": Task("wordnet4", depth=6, d_model=48, n_heads=4, d_ff=96, epochs=5,
                  batch_size=128, lr=2e-3, warmup_steps=30, max_len=20, train_limit=4000),
@@ -68,8 +76,9 @@ _CI_TASKS = {
                   batch_size=128, lr=2e-3, warmup_steps=30, patch=7),
     "cats_dogs": Task("fashion_mnist", depth=6, d_model=48, n_heads=4, d_ff=96, epochs=5,
                       batch_size=128, lr=2e-3, warmup_steps=30, patch=7),
-    "retrieval": Task("retrieval", depth=6, d_model=48, n_heads=4, d_ff=96, epochs=4,
-                      batch_size=128, lr=2e-3, warmup_steps=30, max_len=17),
+    "retrieval": Task("retrieval", depth=6, d_model=48, n_heads=4, d_ff=96, epochs=6,
+                      batch_size=128, lr=2e-3, warmup_steps=30, max_len=17,
+                      logit_init=SHARP_START),
 }
 # The paper's sizes: 24 layers, d_model 128, 4 heads, max length 128, MNIST 4x4 patches,
 # Cats and Dogs 16x16 patches (images resized to 128 x 128: 64 patches + <cls>, our choice).
@@ -81,13 +90,14 @@ _FULL_TASKS = {
     "cats_dogs": Task("cats_dogs", depth=24, d_model=128, n_heads=4, d_ff=256, epochs=20,
                       batch_size=64, lr=3e-4, warmup_steps=1000, patch=16, image_size=128),
     "retrieval": Task("retrieval", depth=24, d_model=128, n_heads=4, d_ff=256, epochs=20,
-                      batch_size=128, lr=5e-4, warmup_steps=100, max_len=17),
+                      batch_size=128, lr=5e-4, warmup_steps=100, max_len=17,
+                      logit_init=SHARP_START),
 }
 
 PROFILES: dict[str, Profile] = {
     "ci": Profile("ci", n_tokens=32, d_model=32, n_heads=2, depth=12, n_iter=50,
                   n_samples=32, weight_draws=4, n_paths=100, n_pools=12,
-                  paths_per_pool=25, tasks=_CI_TASKS, train_seeds=(0, 1, 2, 3, 4), n_eval=128,
+                  paths_per_pool=25, tasks=_CI_TASKS, train_seeds=tuple(range(8)), n_eval=128,
                   scratch_tasks=("cats_dogs",), scratch_seeds=(0, 1, 2), train_jobs=2,
                   lipschitz_draws=6),
     "full": Profile("full", n_tokens=128, d_model=128, n_heads=4, depth=24, n_iter=50,

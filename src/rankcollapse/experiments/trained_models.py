@@ -90,7 +90,7 @@ def train_config(task: Task, data: Dataset, normalization: str, seed: int,
     complete or, with `switches`, with parts of every block switched off during training."""
     encoder = EncoderConfig(d_model=task.d_model, n_heads=task.n_heads, depth=task.depth,
                             d_ff=task.d_ff, normalization=normalization, n_iter=n_iter,
-                            switches=switches or Switches())
+                            switches=switches or Switches(), logit_init=task.logit_init)
     if data.kind == "text":
         model = ModelConfig("text", len(data.classes), encoder,
                             vocab_size=len(data.vocab), max_len=task.max_len)
