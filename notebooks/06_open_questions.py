@@ -94,6 +94,7 @@ chance = {role: 1 / len(data[role][0].classes) for role in settings.scratch_task
 
 # %% tags=["remove-cell"]
 chapter.glue({"ch6_seeds": len(settings.scratch_seeds),
+              "ch6_train_seeds": len(settings.train_seeds),
               "ch6_chance": ", ".join(f"{c:.3f}" for c in chance.values()),
               "ch6_scratch_tasks": ", ".join(TITLES[r] for r in settings.scratch_tasks),
               "ch6_acc_inputs": oq.ACCURACY_INPUTS})
@@ -271,7 +272,8 @@ chapter.glue_text({"ch6_b4": f"**{b4.verdict.capitalize()}.** {b4.finding}"})
 # tokens, found by power iteration on $J^\top J$ (Jacobian-vector and vector-Jacobian
 # products by automatic differentiation, Sinkhorn computed by its definition so that both
 # exist). Power iteration approaches the norm from below; the cell below checks it against
-# the whole Jacobian on the first random layer of each normalization.
+# the whole Jacobian on a random layer of each normalization at {glue:text}`ch6_check_n`
+# tokens (few enough that the whole Jacobian stays small).
 #
 # **Random layers**: one attention layer with Gaussian weights of logit scale $\sigma$
 # (chapter 1's construction, {glue:text}`ch6_d` dimensions, {glue:text}`ch6_heads` heads) at
@@ -290,7 +292,8 @@ random_lip = oq.random_lipschitz(settings.d_model, settings.n_heads, lip_scales,
 depth = tasks["mnist"].depth
 trained_lip = oq.trained_lipschitz(models, tests, (1, depth // 2, depth), 2)
 sensitive = oq.sensitivity(models, tests, settings.n_eval, seed=seed)
-check = oq.power_iteration_check(settings.d_model, settings.n_heads, lip_sizes[0], seed,
+check_n = oq.check_tokens(settings.d_model, lip_sizes[0])
+check = oq.power_iteration_check(settings.d_model, settings.n_heads, check_n, seed,
                                  settings.n_iter)
 check.rename(index=plots.display).style.format("{:.4g}")
 
@@ -301,7 +304,7 @@ chapter.show(plots.lipschitz_figure(random_lip, trained_lip, TITLES), "fig-lipsc
 # %% tags=["remove-cell"]
 c10 = oq.lipschitz_claim(random_lip, trained_lip, sensitive, TITLES, settings)
 chapter.glue({"ch6_d": settings.d_model, "ch6_heads": settings.n_heads,
-              "ch6_draws": settings.lipschitz_draws, "ch6_lip_inputs": 2})
+              "ch6_draws": settings.lipschitz_draws, "ch6_lip_inputs": 2, "ch6_check_n": check_n})
 chapter.glue_text({"ch6_c10": f"**{c10.verdict.capitalize()}.** {c10.finding}"})
 
 # %% [markdown]
@@ -319,8 +322,9 @@ chapter.glue_text({"ch6_c10": f"**{c10.verdict.capitalize()}.** {c10.finding}"})
 #
 # ```{admonition} What this run can and cannot say
 # :class: warning
-# In the `ci` profile the models are small and trained on stand-in data with three seeds
-# per normalization, and B1 trains pure models only for the task its section names: read
+# In the `ci` profile the models are small and trained on stand-in data, with
+# {glue:text}`ch6_train_seeds` seeds per normalization ({glue:text}`ch6_seeds` for the pure
+# models), and B1 trains pure models only for the task its section names: read
 # these answers as a demonstration of each experiment. The `full` profile runs the same
 # code at the paper's sizes.
 # ```

@@ -2,9 +2,15 @@
 128 text tokens, 4x4 and 16x16 patches), seeds and chapter structure, at tiny data and
 draws (`rankcollapse-book run --profile full-smoke --device cpu` runs every chapter so)."""
 
+import shutil
 from dataclasses import replace
+from pathlib import Path
+
+import nbformat
+import pytest
 
 from rankcollapse.profiles import PROFILES
+from rankcollapse_book import pipeline
 
 
 def test_full_smoke_keeps_the_full_profiles_shapes_and_structure():
@@ -20,3 +26,25 @@ def test_full_smoke_keeps_the_full_profiles_shapes_and_structure():
                        train_limit=None, test_limit=None, batch_size=real.batch_size,
                        warmup_steps=real.warmup_steps) == real
     assert len(smoke.train_seeds) >= 3 and len(smoke.scratch_seeds) >= 2
+
+
+@pytest.mark.slow
+def test_every_chapter_runs_under_full_smoke(tmp_path, monkeypatch):
+    """Every chapter executes to its end on the `full` profile's paths (about 15 minutes on
+    2 cores), in a copy of the book's sources with its own model cache."""
+    root = Path(__file__).resolve().parents[1]
+    for part in ("notebooks", "book", "_toc.yml", "_config.yml", "pyproject.toml"):
+        source = root / part
+        if source.is_dir():
+            shutil.copytree(source, tmp_path / part, ignore=shutil.ignore_patterns("*.ipynb"))
+        else:
+            shutil.copy(source, tmp_path / part)
+    monkeypatch.setenv("RANKCOLLAPSE_MODELS", str(tmp_path / "models"))
+    code = pipeline.main(["run", "--profile", "full-smoke", "--device", "cpu"],
+                         pipeline.Project(tmp_path))
+    executed = sorted((tmp_path / "book" / "chapters").glob("*.ipynb"))
+    assert code == 0 and [p.stem for p in executed] == pipeline.Project(tmp_path).chapter_names()
+    for notebook in executed:
+        outputs = [o for c in nbformat.read(notebook, as_version=4).cells
+                   for o in c.get("outputs", [])]
+        assert not [o for o in outputs if o.get("output_type") == "error"], notebook.name

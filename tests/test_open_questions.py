@@ -205,3 +205,9 @@ def test_lipschitz_tables_and_claim():
     assert claim.id == "C10" and "Random layers: n = 4, σ = 0.5:" in claim.finding
     assert len(claim.results) == len(LIPSCHITZ_SCALES) * 2 + 1
     assert all(np.isfinite(r.number) for r in claim.results)
+
+
+def test_the_whole_jacobian_check_stays_small_at_every_profile():
+    assert oq.check_tokens(32, 16) == 16  # ci: the chapter's first size itself
+    assert oq.check_tokens(128, 64) * 128 <= oq.CHECK_ENTRIES  # full: fewer tokens
+    assert oq.check_tokens(4096, 64) == 2

@@ -453,6 +453,17 @@ def random_lipschitz(d_model: int, n_heads: int, scales, sizes, draws: int, seed
     return pd.DataFrame(rows)
 
 
+# The whole Jacobian of the check below has (n d)^2 entries and takes n d backward passes: at
+# most this many input entries (at d = 128, 16 tokens), so it stays seconds at every profile.
+CHECK_ENTRIES = 2048
+
+
+def check_tokens(d_model: int, n: int) -> int:
+    """The token count of `power_iteration_check`: n, or fewer so that n * d_model is at most
+    `CHECK_ENTRIES` (at least 2)."""
+    return max(2, min(n, CHECK_ENTRIES // d_model))
+
+
 def power_iteration_check(d_model: int, n_heads: int, n: int, seed: int, n_iter: int = 50,
                           logit_std: float = 1.0) -> pd.DataFrame:
     """The chapter's power iteration (`POWER`) against the whole Jacobian's largest singular
