@@ -602,7 +602,8 @@ def test_selections_and_statements_in_words():
                                         "Welch t interval of the difference; margin 1.1")
     assert first("B4").statement() == ("accuracy with k iterations against the most, paired "
                                        "over units, tested from the most iterations down; "
-                                       "margin 1.01")
+                                       "an accuracy of at most one right answer among the "
+                                       "test inputs is censored there; margin 1.01")
     assert first("C1").statement() == "below 1e-08 at every logit scale"
     assert Part("p", "q", "u", "contrast", "more", ("t",), Span(), margin=0.25).statement() == \
         ("per unit, mean log ratio over the first selection minus that over the second; t "

@@ -427,6 +427,9 @@ def trained_attention_figure(stats: pd.DataFrame, titles: dict[str, str]):
     return fig  # the error panel's markers (circles median, triangles largest): the caption
 
 
+LINE_LABELS = {"chance": "chance", "baseline": "linear baseline"}
+
+
 def learning_curves(curves: pd.DataFrame, titles: dict[str, str]):
     """Per task (columns): the held-out loss (top, log scale) and accuracy (bottom) after
     every epoch, one thin line per training seed, softmax blue and Sinkhorn red; `curves`
@@ -444,7 +447,7 @@ def learning_curves(curves: pd.DataFrame, titles: dict[str, str]):
             accuracy.plot(run["epoch"], run["heldout_accuracy"], **style)
         for key, style in (("chance", ":"), ("baseline", "--")):
             accuracy.axhline(g[key].iloc[0], color=OTHER_COLORS[5], linestyle=style,
-                             linewidth=1, label=key if col == 0 else None)
+                             linewidth=1, label=LINE_LABELS[key] if col == 0 else None)
         loss.set(yscale="log", title=textwrap.fill(titles[task], 34),
                  ylabel="held-out loss (nats)" if col == 0 else None)
         accuracy.set(xlabel="epoch", ylim=(0, 1.02),

@@ -171,7 +171,8 @@ STATEMENTS = {  # each kind of test in words (`Part.statement`)
     "groups": "two independent groups of units, mean log per unit; Welch t interval of the "
               "difference",
     "sequence": "accuracy with k iterations against the most, paired over units, tested from "
-                "the most iterations down"}
+                "the most iterations down; an accuracy of at most one right answer among the "
+                "test inputs is censored there"}
 ESTIMATES = {  # what each kind's estimate is (`Part.estimate`)
     "paired": "Sinkhorn / softmax", "contrast": "Sinkhorn / softmax in the first selection "
     "over that in the second", "groups": "second group over first", "sequence":
