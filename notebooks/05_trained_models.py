@@ -97,17 +97,18 @@ pd.DataFrame([{"task": tm.ROLES[role], "dataset": train.source, "train / test":
 #
 # ```{admonition} Beyond the paper: a task with sharp attention
 # :class: note
-# Chapter 3 shows that softmax and Sinkhorn agree to first order while the logits are small,
-# so a difference between them can only show where trained attention is sharp. Models
-# trained on text and image classification may never get there. The **key-value retrieval**
+# Chapter 3 shows that softmax and Sinkhorn agree to first order while the logits are small.
+# Models trained on text and image classification may stay there (the table of logit
+# scales below shows where they end), so whether the two normalizations differ where
+# trained attention is sharp needs a task that gets there. The **key-value retrieval**
 # task is this book's own: each input is a query key followed by
 # {glue:text}`ch5_keys` items in random order, each item one token standing for a (key,
 # value) pair, every key once; the label is the value of the queried key
 # ({glue:text}`ch5_values` classes). The query sits where `<cls>` sits, and it is what the
 # classifier reads, so the model must attend to the one matching item among
-# {glue:text}`ch5_keys`. Which tokens are present says only how often each value occurs
-# among the items, and a linear model of them stays far below a model that finds the match
-# (the table of accuracies below). The same
+# {glue:text}`ch5_keys`. The answer lies in the pairing of the query with its item, not in
+# either token alone, so a linear model of which tokens are present stays far below a
+# model that finds the match (the table of accuracies below). The same
 # architecture and optimizer are trained on it, and every claim below is tested on it as on
 # the paper's tasks; it is generated from fixed seeds, so it needs no download. One choice
 # differs from the other tasks: its models **start sharp**. Their query and key weights are

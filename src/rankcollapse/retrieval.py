@@ -5,8 +5,8 @@ token standing for a (key, value) pair; every key occurs exactly once, with a va
 uniformly from `VALUES`. The label is the value of the item whose key is the query's. The
 query sits where a text's `<cls>` token sits, so its final state is the one the classifier
 reads: it must attend to the single matching item among `KEYS`, and no other token tells it
-the answer (a bag of the tokens says only how often each value occurs among the items,
-which a linear model turns into about a quarter of right answers, against 1/8 for chance). Generated from a fixed seed per split, the same on every machine. `data.load("retrieval", split)` returns it as a dataset.
+the answer alone: it lies in the pairing of the query with its item, which a linear model
+of the bag of tokens cannot form (about a quarter of right answers, against 1/8 for chance). Generated from a fixed seed per split, the same on every machine. `data.load("retrieval", split)` returns it as a dataset.
 """
 
 from __future__ import annotations
