@@ -46,7 +46,7 @@ settings = chapter.settings
 # %%
 import pandas as pd
 
-from rankcollapse import plots, trainings
+from rankcollapse import names, plots, trainings
 from rankcollapse.experiments import random_vs_trained as rvt
 from rankcollapse.experiments import trained_models as tm
 from rankcollapse.experiments.rank_collapse import log_summary
@@ -175,7 +175,7 @@ chapter.glue_text({"ch5_chance": tm.chance_sentence(results, TITLES),
 
 # %%
 convergence = tm.convergence_table(results, data, TITLES)
-convergence.assign(normalization=convergence["normalization"].map(plots.display)).style.format(
+convergence.assign(normalization=convergence["normalization"].map(names.display)).style.format(
     {"accuracy": "{:.3f}", "lowest": "{:.3f}", "chance": "{:.3f}", "linear baseline": "{:.3f}",
      "last-epochs gain": "{:+.1%}"}).hide(axis="index")
 

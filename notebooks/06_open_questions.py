@@ -52,7 +52,7 @@ from dataclasses import replace
 
 import pandas as pd
 
-from rankcollapse import plots, trainings
+from rankcollapse import names, plots, trainings
 from rankcollapse.experiments import open_questions as oq
 from rankcollapse.experiments import trained_models as tm
 from rankcollapse.experiments.rank_collapse import log_summary
@@ -100,7 +100,7 @@ chapter.glue({"ch6_seeds": len(settings.scratch_seeds),
               "ch6_acc_inputs": oq.ACCURACY_INPUTS})
 
 # %%
-(scratch_accuracy.assign(normalization=scratch_accuracy["normalization"].map(plots.display),
+(scratch_accuracy.assign(normalization=scratch_accuracy["normalization"].map(names.display),
                          task=scratch_accuracy["task"].map(TITLES))
  .groupby(["task", "variant", "training", "normalization"], sort=False)["accuracy"]
  .agg(["mean", "std"]).rename(columns={"mean": "test accuracy", "std": "std over seeds"})
@@ -189,8 +189,8 @@ chapter.glue_text({"ch6_b2": f"**{b2.verdict.capitalize()}.** {b2.finding}"})
 swap_accuracy, swap_residuals = oq.swapped(complete, tests, settings.n_eval, chapter.device)
 swap_cmp = oq.swap_comparisons(swap_residuals)
 (swap_accuracy.assign(task=swap_accuracy["task"].map(TITLES),
-                      trained=swap_accuracy["trained"].map(plots.display),
-                      normalization=swap_accuracy["normalization"].map(plots.display))
+                      trained=swap_accuracy["trained"].map(names.display),
+                      normalization=swap_accuracy["normalization"].map(names.display))
  .pivot_table(index=["task", "trained"], columns="normalization", values="accuracy",
               aggfunc="mean", sort=False)
  .rename_axis(columns="at inference").style.format("{:.3f}"))
@@ -295,7 +295,7 @@ sensitive = oq.sensitivity(models, tests, settings.n_eval, seed=seed)
 check_n = oq.check_tokens(settings.d_model, lip_sizes[0])
 check = oq.power_iteration_check(settings.d_model, settings.n_heads, check_n, seed,
                                  settings.n_iter)
-check.rename(index=plots.display).style.format("{:.4g}")
+check.rename(index=names.display).style.format("{:.4g}")
 
 # %% mystnb={"figure": {"caption": "Local Lipschitz constant of one attention layer (spectral norm of its Jacobian with respect to the tokens, log scale), softmax blue and Sinkhorn red. Left: random layers against the logit scale (log scale), one line style per n, median over weight draws with a quartile band. Right: trained layers of chapter 5's complete models against the layer, median over inputs and seeds, one line style per task.", "name": "fig-lipschitz"}}
 chapter.show(plots.lipschitz_figure(random_lip, trained_lip, TITLES), "fig-lipschitz",

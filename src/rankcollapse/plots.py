@@ -15,6 +15,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormat
 import pandas as pd
 import seaborn as sns
 
+from .names import LINE_LABELS, display
 from .stats import MARGIN
 
 NORMALIZATION_COLORS = {"softmax": "#1f77b4", "sinkhorn": "#d62728"}
@@ -22,13 +23,6 @@ NORMALIZATION_COLORS = {"softmax": "#1f77b4", "sinkhorn": "#d62728"}
 OTHER_COLORS = ["#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
                 "#17becf"]
 LINESTYLES = ["-", "--", "-.", ":"]
-DISPLAY = {"softmax": "softmax", "sinkhorn": "Sinkhorn"}  # how legends name them
-
-
-def display(value) -> str:
-    """A value as a legend shows it: 'Sinkhorn' capitalised, other values as they are."""
-    return DISPLAY.get(value, value) if isinstance(value, str) else value
-
 
 def use_style() -> None:
     """Seaborn whitegrid, readable sizes, no LaTeX (nothing to install)."""
@@ -427,7 +421,6 @@ def trained_attention_figure(stats: pd.DataFrame, titles: dict[str, str]):
     return fig  # the error panel's markers (circles median, triangles largest): the caption
 
 
-LINE_LABELS = {"chance": "chance", "baseline": "linear baseline"}
 
 
 def learning_curves(curves: pd.DataFrame, titles: dict[str, str]):

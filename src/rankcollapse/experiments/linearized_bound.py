@@ -15,7 +15,7 @@ import torch
 
 from ..measures import matrix_norm, residual
 from ..normalizations import NORMALIZATIONS, normalize
-from ..plots import display
+from ..names import display
 from ..registry import MIN_BOUND_LAYERS, REGIME, SLOPE_TOLERANCE, Claim
 from ..stats import growth_factor, loglog_slope
 from ..verdicts import check_result

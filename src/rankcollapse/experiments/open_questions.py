@@ -40,7 +40,7 @@ from ..registry import (ACCURACY_MARGIN, ITERATIONS, Claim, run, run_sequence,
 from ..stats import WORDS, compare_groups, compare_table, describe, family_level, significant, \
     unit_values
 from ..verdicts import LEARNED, Result, comparative, iterations_verdict, results_sentence
-from ..plots import display
+from ..names import display
 from ..timing import interleaved_times
 from ..training import TrainResult, evaluate, train
 from ..trainings import models_dir

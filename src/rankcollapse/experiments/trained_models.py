@@ -28,7 +28,7 @@ from ..stats import WORDS, compare_table, describe, mostly_at_floor, unit_values
 from ..verdicts import (LEARNED, SHARE, TOLERANCE, Result, comparative, marginal_check,
                         results_sentence)
 from ..baselines import linear_baseline
-from ..plots import display
+from ..names import display
 from ..training import TrainConfig, TrainResult, plateaued, train
 from ..trainings import models_dir
 from .random_matrix_control import path_residuals

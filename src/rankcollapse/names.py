@@ -1,0 +1,35 @@
+"""The reader's words for the library's keys: normalizations, table headers and the lines
+figures draw beside the data. Figures, tables, prose and the ledger all name things here, so
+that a key (`sinkhorn`, `logit_std`) never reaches a page.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+DISPLAY = {"softmax": "softmax", "sinkhorn": "Sinkhorn"}  # how legends and tables name them
+LINE_LABELS = {"chance": "chance", "baseline": "linear baseline"}  # lines drawn beside curves
+HEADERS = {"normalization": "normalization", "logit_std": "logit scale σ", "task": "task",
+           "trained": "trained with", "n_tokens": "tokens n", "n": "tokens n",
+           "depth": "depth", "layer": "layer", "seed": "seed", "variant": "model"}
+
+
+def display(value) -> str:
+    """A value as a reader sees it: 'Sinkhorn' capitalised, other values as they are."""
+    return DISPLAY.get(value, value) if isinstance(value, str) else value
+
+
+def readable(table: pd.DataFrame, titles: dict[str, str] | None = None) -> pd.DataFrame:
+    """`table` with the reader's headers, normalizations by their display names and, where
+    `titles` is given, tasks by their titles (columns and index levels alike)."""
+    values = {**DISPLAY, **(titles or {})}
+    out = table.copy()
+    for column in out.columns:
+        if out[column].dtype == object:
+            out[column] = out[column].map(lambda v: values.get(v, v) if isinstance(v, str) else v)
+    if not isinstance(out.index, pd.RangeIndex):
+        out.index = out.index.map(
+            lambda v: tuple(values.get(x, x) if isinstance(x, str) else x for x in v)
+            if isinstance(v, tuple) else values.get(v, v) if isinstance(v, str) else v)
+        out.index.names = [HEADERS.get(n, n) for n in out.index.names]
+    return out.rename(columns=lambda c: HEADERS.get(c, c) if isinstance(c, str) else c)
