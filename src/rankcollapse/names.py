@@ -25,7 +25,7 @@ def readable(table: pd.DataFrame, titles: dict[str, str] | None = None) -> pd.Da
     values = {**DISPLAY, **(titles or {})}
     out = table.copy()
     for column in out.columns:
-        if out[column].dtype == object:
+        if not pd.api.types.is_numeric_dtype(out[column]):
             out[column] = out[column].map(lambda v: values.get(v, v) if isinstance(v, str) else v)
     if not isinstance(out.index, pd.RangeIndex):
         out.index = out.index.map(
