@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+import numpy as np
+
 from .data import record
 
 
@@ -35,6 +37,29 @@ class Task:
 
 
 @dataclass(frozen=True)
+class LogGrid:
+    """`points` values spaced evenly in log10, from 10**low to 10**high."""
+
+    low: float
+    high: float
+    points: int
+
+    @property
+    def values(self) -> np.ndarray:
+        return np.logspace(self.low, self.high, self.points)
+
+
+@dataclass(frozen=True)
+class PreciseStack:
+    """A small pure-attention stack computed with `digits` significant digits (mpmath):
+    `depth` layers, `n_tokens` tokens of width `n_tokens`."""
+
+    depth: int
+    n_tokens: int
+    digits: int
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     n_tokens: int  # sequence length n
@@ -54,6 +79,27 @@ class Profile:
     scratch_seeds: tuple[int, ...] = (0,)  # chapter 6: the seeds trained pure (of train_seeds)
     train_jobs: int = 1  # trainings run at once on the device (`trainings.run_all`)
     lipschitz_draws: int = 6  # chapter 6: independent random layers per (n, logit scale)
+    # Chapter 1. Logit scales of the pure stack; its high-precision copy; the LayerNorm check.
+    collapse_scales: tuple[float, ...] = (0.1, 0.5, 1.0, 2.0)
+    collapse_precise: PreciseStack = PreciseStack(depth=8, n_tokens=8, digits=1200)
+    layernorm_ranks: tuple[int, ...] = (1, 2, 4, 8)  # affine ranks built into the token sets
+    layernorm_draws: int = 20  # token sets per rank
+    # Chapter 3. Logit sizes eps of the linearization check; input residual sizes s of one
+    # layer; starting sizes of the float64 stack and of its high-precision copy; the regime
+    # sweep's logit scales and input residual sizes.
+    linearization_eps: LogGrid = LogGrid(-4, 0, 13)
+    layer_scales: LogGrid = LogGrid(-3, 0.5, 15)
+    stack_starts: tuple[float, ...] = (0.01, 0.03, 0.1)
+    bound_precise: PreciseStack = PreciseStack(depth=5, n_tokens=8, digits=400)
+    bound_starts: tuple[float, ...] = (0.1, 0.3)
+    regime_logit_stds: tuple[float, ...] = (0.09, 1.0, 9.0)
+    regime_scales: LogGrid = LogGrid(-2, 0.7, 12)
+    # Chapter 4. Inputs per pool; the control sweep's token counts and logit scales; the
+    # correlations between consecutive layers' logits of test (a).
+    pool_batch: int = 8
+    control_sizes: tuple[int, ...] = (16, 32, 64)
+    control_scales: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
+    rhos: tuple[float, ...] = (0.0, 0.5, 0.9, 0.99)
 
 
 # The retrieval task's models start at this attention-logit scale (this book's choice): in
@@ -104,7 +150,8 @@ PROFILES: dict[str, Profile] = {
                     n_samples=128, weight_draws=4, n_paths=100, n_pools=16,
                     paths_per_pool=100, tasks=_FULL_TASKS, train_seeds=(0, 1, 2, 3, 4),
                     n_eval=512, scratch_tasks=("text", "mnist", "cats_dogs"),
-                    scratch_seeds=(0, 1, 2, 3, 4), train_jobs=4, lipschitz_draws=16),
+                    scratch_seeds=(0, 1, 2, 3, 4), train_jobs=4, lipschitz_draws=16,
+                    layernorm_draws=100, pool_batch=16, control_sizes=(64, 128, 256)),
 }
 
 
@@ -113,6 +160,7 @@ PROFILES: dict[str, Profile] = {
 PROFILES["smoke"] = replace(
     PROFILES["ci"], name="smoke", n_samples=8, n_paths=10, n_pools=4, paths_per_pool=5,
     n_eval=16, train_seeds=(0, 1, 2), scratch_seeds=(0, 1), lipschitz_draws=2,
+    layernorm_draws=4,
     tasks={role: replace(task, epochs=1, train_limit=256) for role, task in _CI_TASKS.items()})
 
 
@@ -123,7 +171,7 @@ PROFILES["smoke"] = replace(
 PROFILES["full-smoke"] = replace(
     PROFILES["full"], name="full-smoke", n_samples=4, weight_draws=2, n_paths=6, n_pools=3,
     paths_per_pool=4, n_eval=8, train_seeds=(0, 1, 2), scratch_seeds=(0, 1), train_jobs=2,
-    lipschitz_draws=2,
+    lipschitz_draws=2, layernorm_draws=4, pool_batch=4,
     tasks={role: replace(task, dataset=record(task.dataset).stand_in or task.dataset,
                          epochs=1, train_limit=32, test_limit=16, batch_size=16,
                          warmup_steps=1)
