@@ -95,15 +95,15 @@ pd.DataFrame({"token": range(4), "X": [row.tolist() for row in x],
 # (the true value is at most that), and a layer where most values are there is not drawn.
 
 # %%
-scales = [0.1, 0.5, 1.0, 2.0]
-pure = rc.sweep([dict(normalization="softmax", logit_std=s) for s in scales], **sizes)
+pure = rc.sweep([dict(normalization="softmax", logit_std=s) for s in settings.collapse_scales],
+                **sizes)
 pure_summary = rc.log_summary(pure, ["logit_std", "layer"], floor=floor)
 
 # %% tags=["remove-cell"]
 chapter.glue({"ch1_n_samples": settings.n_samples, "ch1_draws": settings.weight_draws,
               "ch1_floor": floor})
 
-# %% mystnb={"figure": {"caption": "Relative residual $r(X_l)$ (composite norm, log scale) against depth in pure softmax self-attention with random weights, for four logit scales. Lines: geometric mean over random inputs and weight draws; bands: one standard deviation of $\\log_{10} r$. The dotted line is the float64 rounding floor: values there enter the averages at the floor (censored), and a layer where most values are at the floor is not drawn.", "name": "fig-pure-collapse"}}
+# %% mystnb={"figure": {"caption": "Relative residual $r(X_l)$ (composite norm, log scale) against depth in pure softmax self-attention with random weights, one line per logit scale. Lines: geometric mean over random inputs and weight draws; bands: one standard deviation of $\\log_{10} r$. The dotted line is the float64 rounding floor: values there enter the averages at the floor (censored), and a layer where most values are at the floor is not drawn.", "name": "fig-pure-collapse"}}
 fig = plots.residual_bands(pure_summary, "logit_std", "logit scale {:g}", floor=floor,
                            title="Pure softmax self-attention")
 chapter.show(fig, "fig-pure-collapse", pure_summary)
@@ -132,24 +132,26 @@ chapter.show(fig, "fig-pure-collapse", pure_summary)
 # ```
 
 # %%
-depth, small_n, digits = 8, 8, 1200
-precise = rc.precise_collapse(scales, small_n, small_n, depth, settings.weight_draws, seed, digits)
-lost = rc.precise_digits_lost(precise, floor_log10=-(digits - 20))
-fit = lost[lost["lost"] >= 1]  # the cubic law is about small residuals, r <= 0.1
+stack = settings.collapse_precise
+precise = rc.precise_collapse(settings.collapse_scales, stack.n_tokens, stack.n_tokens,
+                              stack.depth, settings.weight_draws, seed, stack.digits)
+lost = rc.precise_digits_lost(precise, floor_log10=-(stack.digits - 20))
+fit = rc.growth_window(lost)
 growth, points = rc.growth_factors(fit), rc.fit_points(fit)
 
 # %% tags=["remove-cell"]
 chapter.glue({"ch1_growth_min": growth.min(), "ch1_growth_max": growth.max(),
-              "ch1_fit_points": int(points.min()), "ch1_digits": digits, "ch1_precise_n": small_n,
-              "ch1_precise_draws": settings.weight_draws,
-              "ch1_float_layers": int(rc.digits_lost(pure_summary, floor=floor)
-                                      .groupby("logit_std")["layer"].count().max())})
+              "ch1_fit_points": int(points.min()), "ch1_digits": stack.digits,
+              "ch1_precise_n": stack.n_tokens, "ch1_precise_draws": settings.weight_draws,
+              "ch1_min_lost": rc.GROWTH_MIN_LOST, "ch1_min_lost_r": 10 ** -rc.GROWTH_MIN_LOST,
+              "ch1_float_layers": rc.layers_above_floor(pure_summary, floor=floor)})
 
-# %% mystnb={"figure": {"caption": "Digits lost, $-\\log_{10} r(X_l)$, on a log axis against depth, pure softmax self-attention with random weights computed with 1200 significant digits. Markers: mean over independent draws of tokens and weights; bars: smallest to largest draw. Straight lines mean doubly exponential collapse; the grey dashed line grows by a factor 3 per layer, the cubic law's rate.", "name": "fig-double-exp"}}
+# %% mystnb={"figure": {"caption": "Digits lost, $-\\log_{10} r(X_l)$, on a log axis against depth, pure softmax self-attention with random weights computed with high-precision arithmetic (digits in the text). Markers: mean over independent draws of tokens and weights; bars: smallest to largest draw. Straight lines mean doubly exponential collapse; the grey dashed line grows by a factor 3 per layer, the cubic law's rate.", "name": "fig-double-exp"}}
 chapter.show(plots.digits_lost_figure(lost), "fig-double-exp", lost)
 
 # %% [markdown]
-# Once the residual is below 0.1 (one digit lost), each layer multiplies the number of lost
+# Once the residual is below {glue:text}`ch1_min_lost_r:g` ({glue:text}`ch1_min_lost:g`
+# digit lost), each layer multiplies the number of lost
 # digits by {glue:text}`ch1_growth_min:.2f` to {glue:text}`ch1_growth_max:.2f` depending on
 # the logit scale (least-squares fit of $\log(-\log_{10} r)$ against the layer over at least
 # {glue:text}`ch1_fit_points` layers per scale; {numref}`fig-double-exp`). The cubic law's
@@ -198,11 +200,11 @@ chapter.show(fig, "fig-block-parts", parts_summary)
 # (a common point plus $k$ random directions), {glue:text}`ch1_ln_draws` draws per $k$.
 
 # %%
-ln_draws = 20
 ln_table, ln_counts = rc.layernorm_summary(rc.layernorm_rank_check(
-    n_tokens=settings.n_tokens, d_model=settings.d_model, ranks=[1, 2, 4, 8], draws=ln_draws,
-    seed=seed))
-chapter.glue({"ch1_ln_draws": ln_draws, **{f"ch1_ln_{k}": v for k, v in ln_counts.items()}})
+    n_tokens=settings.n_tokens, d_model=settings.d_model, ranks=settings.layernorm_ranks,
+    draws=settings.layernorm_draws, seed=seed))
+chapter.glue({"ch1_ln_draws": settings.layernorm_draws,
+              **{f"ch1_ln_{k}": v for k, v in ln_counts.items()}})
 chapter.glue_text({"ch1_ln_verdict": rc.layernorm_sentence(ln_counts)})
 ln_table
 
@@ -233,24 +235,21 @@ pairs = [dict(normalization="softmax", logit_std=0.1, label="pure, logit scale 0
 contrast = rc.sweep(pairs, **sizes)
 entropy = rc.entropy_summary(contrast, ["label", "layer"])
 res_summary = rc.log_summary(contrast, ["label", "layer"], floor=floor)
-ends = entropy[entropy["layer"] == settings.depth].set_index("label")["mean"]
-chapter.glue({"ch1_log_n": np.log(settings.n_tokens), "ch1_entropy_uniform": ends[pairs[0]["label"]],
-              "ch1_entropy_peaked": ends[pairs[1]["label"]],
-              "ch1_contrast_skip": rc.final_residuals(res_summary, settings.depth)[pairs[1]["label"]]})
+chapter.glue({"ch1_log_n": np.log(settings.n_tokens)})
+chapter.glue_text({"ch1_contrast": rc.contrast_sentence(
+    rc.final_entropies(entropy, settings.depth), rc.final_residuals(res_summary, settings.depth),
+    np.log(settings.n_tokens))})
 
-# %% mystnb={"figure": {"caption": "Two different collapses. Left: relative residual (log scale). Right: mean row entropy of the attention in nats (dotted: $\\log n$, uniform rows). Small logits without skip keep the entropy maximal while the rank collapses; large logits with a skip connection drive the entropy down while the rank survives. Bands: one standard deviation over inputs and weight draws (of $\\log_{10} r$ on the left, of the entropy on the right).", "name": "fig-rank-vs-entropy"}}
+# %% mystnb={"figure": {"caption": "Two different collapses. Left: relative residual (log scale). Right: mean row entropy of the attention in nats (dotted: $\\log n$, uniform rows). Bands: one standard deviation over inputs and weight draws (of $\\log_{10} r$ on the left, of the entropy on the right).", "name": "fig-rank-vs-entropy"}}
 fig = plots.rank_and_entropy(res_summary, entropy, np.log(settings.n_tokens))
 chapter.show(fig, "fig-rank-vs-entropy",
              pd.concat([res_summary.assign(quantity="log10 residual"),
                         entropy.assign(quantity="entropy (nats)")]))
 
 # %% [markdown]
-# In {numref}`fig-rank-vs-entropy` the uniform-attention network keeps its row entropy at
-# {glue:text}`ch1_entropy_uniform:.2f` nats (the maximum is $\log n$ =
-# {glue:text}`ch1_log_n:.2f`) while its tokens collapse; the peaked network with skips ends
-# at {glue:text}`ch1_entropy_peaked:.2f` nats while its residual ends at
-# {glue:text}`ch1_contrast_skip:.2f`. The two
-# measures answer different questions, and the rest of this book is about the first.
+# {numref}`fig-rank-vs-entropy` sets the two side by side ($\log n$ =
+# {glue:text}`ch1_log_n:.2f`). {glue:md}`ch1_contrast` The two measures answer different
+# questions, and the rest of this book is about the first.
 #
 # ````{admonition} What this chapter finds
 # :class: tip
@@ -271,4 +270,4 @@ chapter.show(fig, "fig-rank-vs-entropy",
 # %% tags=["remove-cell"]
 chapter.glue_claims("ch1_claims", rc.claims(
     rc.final_residuals(pure_summary, settings.depth, by="logit_std"), last["+ skip"], growth,
-    points=int(points.min()), digits=digits), "01_rank_collapse")
+    points=int(points.min()), digits=stack.digits), "01_rank_collapse")

@@ -130,3 +130,39 @@ def test_claim_c1_follows_the_final_residuals():
     growth = pd.Series([3.5, 4.0])
     assert claims(pd.Series([1e-12, 1e-10]), 0.5, growth)[0].verdict == "reproduced"
     assert claims(pd.Series([1e-12, 1e-3]), 0.5, growth)[0].verdict == "not reproduced"
+
+
+def test_growth_window_keeps_the_layers_past_one_digit_lost_as_a_plain_loop():
+    """The fit window is every layer with at least GROWTH_MIN_LOST digits lost; fitted on it,
+    a cubic law with a slow start gives 3, while the whole curve does not."""
+    lost = pd.DataFrame({"logit_std": [1.0] * 6 + [2.0] * 4, "layer": [*range(1, 7), *range(1, 5)],
+                         "lost": [0.2, 0.7, 1.5, 4.5, 13.5, 40.5, 0.9, 1.0, 3.0, 9.0]})
+    window = rc.growth_window(lost)
+    expected = [i for i, row in lost.iterrows() if row["lost"] >= rc.GROWTH_MIN_LOST]
+    assert list(window.index) == expected
+    assert rc.growth_factors(window).to_numpy() == pytest.approx([3.0, 3.0])
+    assert rc.growth_factors(lost)[1.0] != pytest.approx(3.0, abs=0.1)
+    assert rc.fit_points(window).to_dict() == {1.0: 4, 2.0: 3}
+
+
+def test_layers_above_floor_and_deepest_drawn_count_as_a_loop():
+    floor = 1e-15
+    summary = pd.DataFrame({"logit_std": [1.0] * 4 + [2.0] * 4, "layer": [0, 1, 2, 3] * 2,
+                            "mean": [0.0, -3.0, -9.0, np.nan, 0.0, -5.0, -16.0, np.nan]})
+    counts = {}
+    for _, row in summary.iterrows():
+        if row["layer"] > 0 and row["mean"] > np.log10(floor):
+            counts[row["logit_std"]] = counts.get(row["logit_std"], 0) + 1
+    assert rc.layers_above_floor(summary, floor=floor) == max(counts.values()) == 2
+    assert rc.deepest_drawn(summary) == 2  # layer 2 has a mean (at scale 2 below the floor)
+    assert rc.deepest_drawn(summary.assign(mean=np.nan)) == 0
+
+
+def test_contrast_sentence_says_what_the_numbers_say():
+    entropy = pd.Series({"uniform": 3.4, "peaked": 0.7})
+    residual = pd.Series({"peaked": 0.5, "uniform": np.nan})
+    text = rc.contrast_sentence(entropy, residual, log_n=3.5)
+    assert "*uniform* 3.40 nats (97% of $\\log n$)" in text and "*peaked* 0.70 nats (20%" in text
+    assert "above 0.01 after the last layer: *peaked* (0.5); collapsing below it: *uniform* " \
+        "(at the rounding floor)" in text
+    assert "collapsing below it: none" in rc.contrast_sentence(entropy, residual.fillna(0.2), 3.5)

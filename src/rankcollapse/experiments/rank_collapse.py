@@ -84,7 +84,19 @@ def log_summary(df: pd.DataFrame, by: list[str], value: str = "residual",
     return summary.reset_index()
 
 
+def deepest_drawn(summary: pd.DataFrame) -> int:
+    """The deepest layer of a `log_summary` that has a mean (is drawn: not mostly at the
+    rounding floor), over all its groups; 0 when no layer has one."""
+    drawn = summary.dropna(subset=["mean"])["layer"]
+    return int(drawn.max()) if len(drawn) else 0
+
+
 # ----------------------------------------------------------------------------- numbers
+
+# The cubic law r_{l+1} <= c r_l^3 is about small residuals: the growth of the digits lost is
+# fitted over the layers that have lost at least this many (r <= 0.1); before, while r is near
+# 1, the cubic term is not yet the leading one.
+GROWTH_MIN_LOST = 1.0
 
 
 def digits_lost(summary: pd.DataFrame, by: str = "logit_std",
@@ -93,6 +105,13 @@ def digits_lost(summary: pd.DataFrame, by: str = "logit_std",
     mean lies above the rounding `floor`."""
     rows = summary[(summary["layer"] > 0) & (summary["mean"] > np.log10(floor))]
     return rows.assign(lost=-rows["mean"]).sort_values([by, "layer"])
+
+
+def layers_above_floor(summary: pd.DataFrame, by: str = "logit_std",
+                       floor: float = rounding_floor(torch.float64)) -> int:
+    """The most layers (1..) of any group of `by` whose geometric-mean residual lies above
+    the rounding `floor` (`digits_lost`): how far float64 can follow the collapse."""
+    return int(digits_lost(summary, by, floor).groupby(by)["layer"].count().max())
 
 
 def precise_collapse(scales, n_tokens: int, d_model: int, depth: int, draws: int, seed: int,
@@ -124,6 +143,12 @@ def precise_digits_lost(table: pd.DataFrame, floor_log10: float,
     return summary[summary["ok"]].drop(columns="ok")
 
 
+def growth_window(digits: pd.DataFrame, min_lost: float = GROWTH_MIN_LOST) -> pd.DataFrame:
+    """The rows of `precise_digits_lost` that enter the growth fit: layers whose mean digits
+    lost are at least `min_lost` (`GROWTH_MIN_LOST`: residual at most 0.1)."""
+    return digits[digits["lost"] >= min_lost]
+
+
 def growth_factors(digits: pd.DataFrame, by: str = "logit_std") -> pd.Series:
     """Per group: `stats.growth_factor` of the digits lost against the layer, the factor by
     which each layer multiplies them (3 under the cubic law). NaN for a group with fewer than
@@ -145,6 +170,22 @@ def final_residuals(summary: pd.DataFrame, layer: int, by: str = "label") -> pd.
 def entropy_summary(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Mean and standard deviation of the row entropy per group (layer 0 has none)."""
     return df.dropna(subset=["entropy"]).groupby(by)["entropy"].agg(["mean", "std"]).reset_index()
+
+
+def final_entropies(entropy: pd.DataFrame, layer: int, by: str = "label") -> pd.Series:
+    """Mean row entropy (nats) at `layer` per group of `by` (`entropy_summary`)."""
+    return entropy[entropy["layer"] == layer].set_index(by)["mean"]
+
+
+def contrast_sentence(entropy_final: pd.Series, residual_final: pd.Series, log_n: float,
+                      threshold: float = 1e-2) -> str:
+    """Rank against entropy at the last layer, per configuration: its mean row entropy as a
+    share of the maximum log n, and whether its residual stays above `threshold`
+    (`parts_sentence`; NaN, a layer mostly at the rounding floor, counts as collapsed)."""
+    shares = "; ".join(f"*{k}* {v:.2f} nats ({v / log_n:.0%} of $\\log n$)"
+                       for k, v in entropy_final.items())
+    return (f"At the last layer the row entropy is: {shares}. The configurations "
+            f"{parts_sentence(residual_final.reindex(entropy_final.index), threshold)}.")
 
 
 def low_affine_rank_tokens(n_tokens: int, d_model: int, rank: int,
