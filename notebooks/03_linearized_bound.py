@@ -42,7 +42,6 @@ chapter = chapter_header(profile, device, seed)
 settings = chapter.settings
 
 # %%
-import numpy as np
 import pandas as pd
 import torch
 
@@ -74,21 +73,24 @@ d_qk = d // settings.n_heads
 
 # %%
 a = torch.randn(n, n, generator=gen, dtype=torch.float64)
-eps = np.logspace(-4, 0, 13)
+eps = settings.linearization_eps.values
 lin = lb.linearization_errors(a, eps, n_iter=settings.n_iter)
-slopes = lb.slopes(lin[lin["eps"] <= 1e-1], "eps", "error")
-chapter.glue({"ch3_slope_softmax": slopes["softmax"], "ch3_slope_sinkhorn": slopes["sinkhorn"]})
+slopes = lb.linearization_slopes(lin)
+chapter.glue({"ch3_slope_softmax": slopes["softmax"], "ch3_slope_sinkhorn": slopes["sinkhorn"],
+              "ch3_lin_window": lb.LINEARIZATION_WINDOW, "ch3_cubic_window": lb.CUBIC_WINDOW})
 
 # %% mystnb={"figure": {"caption": "Frobenius error of the first-order expansions against the real operators for logits $\\varepsilon A$ ($A$ a random standard normal $n\\times n$ matrix, float64, Sinkhorn with 50 iterations), softmax blue and Sinkhorn red, log-log. The dashed line has slope 2.", "name": "fig-linearization"}}
 guide = pd.DataFrame({"x": eps, "y": lin["error"].min() * (eps / eps[0]) ** 2,
                       "label": "slope 2", "style": "--"})
 fig = plots.loglog_points(lin, "eps", "error", guide=guide, xlabel="logit scale $\\varepsilon$",
                           ylabel="$\\|P(\\varepsilon A) - P_{\\mathrm{lin}}(\\varepsilon A)\\|_F$",
-                          labels={k: f"{k} (slope {v:.2f} for ε ≤ 0.1)" for k, v in slopes.items()})
+                          labels={k: f"{k} (slope {v:.2f} for ε ≤ {lb.LINEARIZATION_WINDOW:g})"
+                                  for k, v in slopes.items()})
 chapter.show(fig, "fig-linearization", lin)
 
 # %% [markdown]
-# Fitted slopes for $\varepsilon \le 0.1$: {glue:text}`ch3_slope_softmax:.3f` (softmax) and
+# Fitted slopes for $\varepsilon \le$ {glue:text}`ch3_lin_window:g`:
+# {glue:text}`ch3_slope_softmax:.3f` (softmax) and
 # {glue:text}`ch3_slope_sinkhorn:.3f` (Sinkhorn), against 2 predicted.
 #
 # ## One layer: the cubic law
@@ -112,8 +114,8 @@ head = random_head(d, d_qk, logit_std=1.0, generator=gen)
 x0 = torch.randn(1, d, generator=gen, dtype=torch.float64).expand(n, d)
 z = torch.randn(n, d, generator=gen, dtype=torch.float64)
 z = z - z.mean(0)
-layer = lb.one_layer_table(x0, z, np.logspace(-3, 0.5, 15), head, n_iter=settings.n_iter)
-cubic = lb.slopes(layer[layer["scale"] <= 1e-2], "input_residual", "output_residual")
+layer = lb.one_layer_table(x0, z, settings.layer_scales.values, head, n_iter=settings.n_iter)
+cubic = lb.cubic_slopes(layer)
 measured = lb.measured_constants(layer)
 
 # %% tags=["remove-cell"]
@@ -133,7 +135,8 @@ fig = plots.loglog_points(layer, "input_residual", "output_residual", {}, guide=
 chapter.show(fig, "fig-cubic", layer)
 
 # %% [markdown]
-# In the small-residual regime the slopes are {glue:text}`ch3_cubic_softmax:.3f` (softmax)
+# In the small-residual regime ($s \le$ {glue:text}`ch3_cubic_window:g`) the slopes are
+# {glue:text}`ch3_cubic_softmax:.3f` (softmax)
 # and {glue:text}`ch3_cubic_sinkhorn:.3f` (Sinkhorn): the cubic law
 # ({numref}`fig-cubic`). The measured constant $\|\mathrm{res}\|/\|R\|^3$ at the smallest
 # input is {glue:text}`ch3_c_meas_sinkhorn:.3g` (Sinkhorn; softmax
@@ -163,32 +166,33 @@ chapter.show(fig, "fig-cubic", layer)
 # ```
 
 # %%
-depth, small_n, digits = 5, 8, 400
-heads = [random_head(d, d_qk, logit_std=1.0, generator=gen) for _ in range(depth)]
-stacks = lb.stack_table(x0, z, (0.01, 0.03, 0.1), heads, n_iter=settings.n_iter)
-small = [random_head(small_n, small_n // 2, logit_std=1.0, generator=gen) for _ in range(depth)]
+stack = settings.bound_precise
+heads = [random_head(d, d_qk, logit_std=1.0, generator=gen) for _ in range(stack.depth)]
+stacks = lb.stack_table(x0, z, settings.stack_starts, heads, n_iter=settings.n_iter)
+small_n, floor_log10 = stack.n_tokens, -(stack.digits - 20)
+small = [random_head(small_n, small_n // 2, logit_std=1.0, generator=gen)
+         for _ in range(stack.depth)]
 x_small = torch.randn(1, small_n, generator=gen, dtype=torch.float64).expand(small_n, small_n)
 z_small = torch.randn(small_n, small_n, generator=gen, dtype=torch.float64)
-precise = hp.stack_table(x_small, z_small - z_small.mean(0), (0.1, 0.3), small, digits,
-                         n_iter=settings.n_iter)
-bound = lb.bound_check(precise, floor_log10=-(digits - 20))
+precise = hp.stack_table(x_small, z_small - z_small.mean(0), settings.bound_starts, small,
+                         stack.digits, n_iter=settings.n_iter)
+bound = lb.bound_check(precise, floor_log10=floor_log10)
 
 # %% tags=["remove-cell"]
-chapter.glue({"ch3_depth": depth, "ch3_small_n": small_n, "ch3_digits": digits,
-              "ch3_bound_holds": "Yes" if bound[0] else "No", "ch3_bound_checked": bound[1],
-              "ch3_bound_deepest": bound[2], "ch3_growth": lb.digit_growth(precise, -(digits - 20)),
+chapter.glue({"ch3_depth": stack.depth, "ch3_small_n": small_n, "ch3_digits": stack.digits,
+              "ch3_growth": lb.digit_growth(precise, floor_log10),
               "ch3_float_deepest": lb.bound_check(stacks)[2]})
+chapter.glue_text({"ch3_bound_verdict": lb.bound_sentence(precise, floor_log10)})
 
-# %% mystnb={"figure": {"caption": "Pure attention stack of random heads, computed with 400 significant digits: measured spectral norm of the residual (softmax blue, hollow; Sinkhorn red) and the first-order $L$-layer bound (grey), log scale, for two starting residual sizes $s$ (line styles). Both fall doubly exponentially, below the bound at every layer.", "name": "fig-depth-bound"}}
+# %% mystnb={"figure": {"caption": "Pure attention stack of random heads, computed with high-precision arithmetic (digits in the text): measured spectral norm of the residual (softmax blue, hollow; Sinkhorn red) and the first-order $L$-layer bound (grey), log scale, one line style per starting residual size $s$.", "name": "fig-depth-bound"}}
 chapter.show(plots.depth_bound_figure(precise), "fig-depth-bound", precise)
 
 # %% [markdown]
 # In float64 the residual reaches the rounding floor after layer
 # {glue:text}`ch3_float_deepest`. With {glue:text}`ch3_digits` digits
 # ({numref}`fig-depth-bound`), is the measured residual at or below the bound at every
-# layer? {glue:text}`ch3_bound_holds`, at all {glue:text}`ch3_bound_checked`
-# (layer, start, normalization) points, layers 1 to {glue:text}`ch3_bound_deepest`; and each
-# layer multiplies the number of lost digits by {glue:text}`ch3_growth:.2f` on average over
+# layer? {glue:md}`ch3_bound_verdict` Each layer multiplies the number of lost digits by
+# {glue:text}`ch3_growth:.2f` on average over
 # both normalizations, against 3 under the cubic law (the exponent $3^L$); the claim C3b in
 # the box below is decided by the bound check, and this factor says how close the decay is
 # to the law's rate.
@@ -197,15 +201,18 @@ chapter.show(plots.depth_bound_figure(precise), "fig-depth-bound", precise)
 #
 # The expansion assumes small logits. To see where it stops being accurate, we vary both
 # the input residual and the logit scale (the standard deviation of the logits for
-# unit-variance tokens, as everywhere in this book: 0.09, 1 and 9), and plot the ratio of the measured output
+# unit-variance tokens, as everywhere in this book: {glue:text}`ch3_regime_stds`), and plot
+# the ratio of the measured output
 # residual to the first-order formula against the spectral norm of the centred logits
 # $\|C A C\|_2$ (row and column constants do not matter, as shown above).
 
 # %%
-sweep = lb.regime_sweep(x0, z, (0.09, 1.0, 9.0), np.logspace(-2, 0.7, 12), d, d_qk, gen,
-                        n_iter=settings.n_iter)
-edges = lb.regime_edge(sweep, tolerance=0.1)
-chapter.glue({"ch3_edge_softmax": edges["softmax"][0], "ch3_edge_sinkhorn": edges["sinkhorn"][0],
+sweep = lb.regime_sweep(x0, z, settings.regime_logit_stds, settings.regime_scales.values, d,
+                        d_qk, gen, n_iter=settings.n_iter)
+edges = lb.regime_edge(sweep)
+chapter.glue({"ch3_regime_stds": ", ".join(f"{s:g}" for s in settings.regime_logit_stds),
+              "ch3_tolerance": 100 * lb.REGIME_TOLERANCE,
+              "ch3_edge_softmax": edges["softmax"][0], "ch3_edge_sinkhorn": edges["sinkhorn"][0],
               "ch3_off_softmax": edges["softmax"][1], "ch3_off_sinkhorn": edges["sinkhorn"][1],
               "ch3_loose_min": sweep["looseness"].min(), "ch3_loose_max": sweep["looseness"].max()})
 
@@ -213,9 +220,11 @@ chapter.glue({"ch3_edge_softmax": edges["softmax"][0], "ch3_edge_sinkhorn": edge
 chapter.show(plots.regime_figure(sweep), "fig-regime", sweep)
 
 # %% [markdown]
-# In this run the first-order formula stays within 10% of the measured residual at every
+# In this run the first-order formula stays within {glue:text}`ch3_tolerance:g`% of the
+# measured residual at every
 # sampled centred-logit norm up to {glue:text}`ch3_edge_softmax:.2g` for softmax and
-# {glue:text}`ch3_edge_sinkhorn:.2g` for Sinkhorn, and is off by more than 10% from
+# {glue:text}`ch3_edge_sinkhorn:.2g` for Sinkhorn, and is off by more than
+# {glue:text}`ch3_tolerance:g`% from
 # {glue:text}`ch3_off_softmax:.2g` and {glue:text}`ch3_off_sinkhorn:.2g` on
 # ({numref}`fig-regime`, left; between the two the norms were not sampled). (A spectral
 # norm of $n \times n$ logits counts about $n$ times the size of a typical entry.) Where
@@ -235,16 +244,14 @@ chapter.show(plots.regime_figure(sweep), "fig-regime", sweep)
 
 # %%
 gap = lb.first_order_gap(layer)
-chapter.glue({"ch3_gap_slope": lb.gap_slope(gap), "ch3_gap_smallest": gap.iloc[0]})
+chapter.glue_text({"ch3_gap_verdict": lb.gap_sentence(gap)})
 
-# %% mystnb={"figure": {"caption": "Relative difference between the softmax and Sinkhorn output residual norms of one layer against the input residual size $s$ (same head and inputs as the cubic-law figure), log-log: it vanishes as $s \\to 0$, so the two normalizations agree at first order.", "name": "fig-first-order-equal"}}
+# %% mystnb={"figure": {"caption": "Relative difference between the softmax and Sinkhorn output residual norms of one layer against the input residual size $s$ (same head and inputs as the cubic-law figure), log-log.", "name": "fig-first-order-equal"}}
 chapter.show(plots.gap_figure(gap), "fig-first-order-equal", gap.reset_index())
 
 # %% [markdown]
-# The relative gap falls like $s$ to the power {glue:text}`ch3_gap_slope:.2f`
-# ({numref}`fig-first-order-equal`) and is {glue:text}`ch3_gap_smallest:.1e` at the smallest
-# input. At first order the two normalizations collapse identically; the one structural
-# difference is that Sinkhorn keeps the token mean exactly ($\mathbf 1^\top P = \mathbf
+# {glue:md}`ch3_gap_verdict` ({numref}`fig-first-order-equal`.) In the derivation the two
+# normalizations collapse identically at first order; the one structural difference is that Sinkhorn keeps the token mean exactly ($\mathbf 1^\top P = \mathbf
 # 1^\top$) while softmax shifts it. So **any Sinkhorn advantage in rank must come from outside
 # the small-logit regime**, from large logits where the bound no longer describes the layer,
 # or from how attention matrices at different layers relate to each other. Chapter 4 tests the
@@ -264,5 +271,5 @@ chapter.show(plots.gap_figure(gap), "fig-first-order-equal", gap.reset_index())
 # ````
 
 # %% tags=["remove-cell"]
-chapter.glue_claims("ch3_claims", lb.claims(cubic, bound, sweep, growth=lb.digit_growth(precise, -(digits - 20)),
-                                            digits=digits), "03_linearized_bound")
+chapter.glue_claims("ch3_claims", lb.claims(cubic, bound, sweep, growth=lb.digit_growth(precise, floor_log10),
+                                            digits=stack.digits), "03_linearized_bound")

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
+from rankcollapse.experiments import linearized_bound as lb
 from rankcollapse.experiments.linearized_bound import (bound_check, claims, depth_table,
                                                        first_order_gap,
                                                        gap_slope, linearization_errors,
@@ -93,3 +94,41 @@ def test_bound_check_and_claims_follow_the_numbers():
         "reproduced"  # a slope within 0.1 of 3
     assert claims({"softmax": 3.11, "sinkhorn": 3.0}, (True, 8, 4, 2.0), sweep)[0].verdict == \
         "partly reproduced"
+
+
+def test_fit_windows_select_the_documented_sizes():
+    """The linearization slope is fitted over eps <= LINEARIZATION_WINDOW and the cubic slope
+    over s <= CUBIC_WINDOW: on tables that follow the law only inside the window, the
+    slopes are the law's, and they equal a fit over the rows a plain loop selects."""
+    eps = np.logspace(-4, 0, 13)
+    lin = pd.DataFrame([{"eps": e, "normalization": k,
+                         "error": e**2 if e <= lb.LINEARIZATION_WINDOW else 10 * e}
+                        for e in eps for k in ("softmax", "sinkhorn")])
+    assert lb.linearization_slopes(lin) == pytest.approx({"softmax": 2.0, "sinkhorn": 2.0})
+    s = np.logspace(-3, 0.5, 15)
+    layer = pd.DataFrame([{"scale": v, "normalization": k, "input_residual": 2 * v,
+                           "output_residual": (2 * v) ** 3 if v <= lb.CUBIC_WINDOW else v}
+                          for v in s for k in ("softmax", "sinkhorn")])
+    rows = [r for _, r in layer.iterrows() if r["scale"] <= lb.CUBIC_WINDOW]
+    loop = loglog_slope([r["input_residual"] for r in rows],
+                        [r["output_residual"] for r in rows])
+    assert lb.cubic_slopes(layer)["softmax"] == pytest.approx(loop) == pytest.approx(3.0)
+    whole = slopes(layer, "input_residual", "output_residual")["softmax"]
+    assert whole != pytest.approx(3.0, abs=0.1)  # the window matters
+
+
+def test_gap_and_bound_sentences_follow_the_numbers():
+    s = np.array([1e-3, 3e-3, 1e-2, 1e-1])
+    falling = pd.Series(0.5 * s, index=s)
+    assert lb.gap_sentence(falling).startswith("The relative gap falls as $s$ decreases: it "
+                                               "goes like $s$ to the power 1.00 for $s \\le 0.01$")
+    assert lb.gap_sentence(falling).endswith("agree at first order.")
+    assert "does not fall" in lb.gap_sentence(pd.Series(0.5 / s, index=s))
+    stacks = pd.DataFrame({"layer": [0, 1, 2, 1, 2], "start": 0.1,
+                           "normalization": ["a", "a", "a", "b", "b"],
+                           "log10_residual": [-1.0, -3.0, -9.0, -3.0, -9.0],
+                           "log10_bound": [-1.0, -2.0, -6.0, -4.0, -6.0]})
+    assert lb.bound_sentence(stacks) == ("No: the measured residual is above the bound at 1 of "
+                                         "4 (layer, start, normalization) points, layers 1 to 2.")
+    assert lb.bound_sentence(stacks[stacks["normalization"] == "a"]).startswith("Yes, at all 2")
+    assert lb.bound_sentence(stacks, floor_log10=0.0).startswith("No layer")

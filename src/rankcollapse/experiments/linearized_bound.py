@@ -81,10 +81,31 @@ def linearization_errors(a: torch.Tensor, eps_values, n_iter: int = 50) -> pd.Da
 
 # ----------------------------------------------------------------------------- numbers
 
+# Fit windows. The linearization error is fitted where eps^2 leads (eps <= 0.1), the cubic
+# law and the first-order gap where the input residual s is small (s <= 0.01): beyond, the
+# next order of the expansion shows in the slopes.
+LINEARIZATION_WINDOW = 1e-1
+CUBIC_WINDOW = 1e-2
+# The first-order regime ends where the formula is off by more than this (relative).
+REGIME_TOLERANCE = 0.1
+
 
 def slopes(table: pd.DataFrame, x: str, y: str, by: str = "normalization") -> dict[str, float]:
     """Log-log slope of `y` against `x` per group of `by`."""
     return {k: loglog_slope(g[x], g[y]) for k, g in table.groupby(by)}
+
+
+def linearization_slopes(lin: pd.DataFrame, max_eps: float = LINEARIZATION_WINDOW
+                         ) -> dict[str, float]:
+    """Per normalization, the log-log slope of `linearization_errors`' error against eps
+    over eps <= `max_eps` (2 predicted)."""
+    return slopes(lin[lin["eps"] <= max_eps], "eps", "error")
+
+
+def cubic_slopes(layer: pd.DataFrame, max_scale: float = CUBIC_WINDOW) -> dict[str, float]:
+    """Per normalization, the log-log slope of `one_layer_table`'s output residual against
+    its input residual over input sizes s <= `max_scale` (3 under the cubic law): C3a."""
+    return slopes(layer[layer["scale"] <= max_scale], "input_residual", "output_residual")
 
 
 def measured_constants(layer: pd.DataFrame) -> dict[str, float]:
@@ -125,7 +146,7 @@ def regime_sweep(x0: torch.Tensor, z: torch.Tensor, logit_stds, scales, d: int, 
                         looseness=sweep["bound"] / sweep["output_residual"])
 
 
-def regime_edge(sweep: pd.DataFrame, tolerance: float = 0.1
+def regime_edge(sweep: pd.DataFrame, tolerance: float = REGIME_TOLERANCE
                 ) -> dict[str, tuple[float, float]]:
     """Per normalization, the edge of the first-order regime as two sampled centred-logit
     norms ||CAC||_2: the largest below which every point is within `tolerance` (relative) of
@@ -145,10 +166,35 @@ def first_order_gap(layer: pd.DataFrame) -> pd.Series:
     return ((pivot["softmax"] - pivot["sinkhorn"]).abs() / pivot["sinkhorn"]).rename("relative_gap")
 
 
-def gap_slope(gap: pd.Series, max_scale: float = 1e-2) -> float:
+def gap_slope(gap: pd.Series, max_scale: float = CUBIC_WINDOW) -> float:
     """Log-log slope of the first-order gap against s for s <= max_scale."""
     small = gap[gap.index <= max_scale]
     return loglog_slope(small.index, small.values)
+
+
+def gap_sentence(gap: pd.Series, max_scale: float = CUBIC_WINDOW) -> str:
+    """Whether the first-order gap falls as s decreases (a positive log-log slope over
+    s <= `max_scale`: the difference shrinks faster than the residual, the two
+    normalizations agree at first order), with the slope and the gap at the smallest s."""
+    slope = gap_slope(gap, max_scale)
+    falls = bool(slope > 0)
+    return (f"The relative gap {'falls' if falls else 'does not fall'} as $s$ decreases: it "
+            f"goes like $s$ to the power {slope:.2f} for $s \\le {max_scale:g}$, and is "
+            f"{gap.iloc[0]:.1e} at the smallest input, so the two normalizations "
+            + ("agree at first order." if falls else "do not agree at first order here."))
+
+
+def bound_sentence(stacks: pd.DataFrame, floor_log10: float = -13.0) -> str:
+    """Whether the measured residual of a `stack_table` (or `precise.stack_table`) is at or
+    below the depth bound at every layer above the rounding floor (`bound_check`'s rule),
+    at how many (layer, start, normalization) points, and at how many it is above."""
+    held = stacks.query("layer > 0 and log10_residual > @floor_log10")
+    if not len(held):
+        return "No layer is above the rounding floor, so the bound is not checked."
+    above = int((held["log10_residual"] > held["log10_bound"] + 1e-9).sum())
+    where = f"(layer, start, normalization) points, layers 1 to {int(held['layer'].max())}"
+    return (f"Yes, at all {len(held)} {where}." if not above else
+            f"No: the measured residual is above the bound at {above} of {len(held)} {where}.")
 
 
 def digit_growth(stacks: pd.DataFrame, floor_log10: float = -13.0) -> float:
