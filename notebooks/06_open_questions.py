@@ -55,7 +55,7 @@ import pandas as pd
 from rankcollapse import names, plots, trainings
 from rankcollapse.experiments import open_questions as oq
 from rankcollapse.experiments import trained_models as tm
-from rankcollapse.experiments.rank_collapse import log_summary
+from rankcollapse.experiments.rank_collapse import deepest_drawn, log_summary
 from rankcollapse.registry import LIPSCHITZ_SCALES, lipschitz_sizes
 
 tasks = settings.tasks
@@ -122,7 +122,7 @@ fig = plots.task_panels(summary, {p: p for p in dict.fromkeys(panel)}, "relative
                         {"from scratch": "-", "switched off at inference": "--"},
                         floor=tm.FLOOR)
 chapter.show(fig, "fig-scratch-residual", summary)
-chapter.glue({"ch6_deepest": int(summary.dropna(subset=["mean"])["layer"].max())})  # drawn: a mean
+chapter.glue({"ch6_deepest": deepest_drawn(summary)})
 
 # %% tags=["remove-cell"]
 b1 = oq.scratch_claim(scratch_accuracy, scratch_residuals, contrast, chance, TITLES, settings)
