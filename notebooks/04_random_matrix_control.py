@@ -38,22 +38,21 @@ chapter = chapter_header(profile, device, seed)
 settings = chapter.settings
 
 # %%
-import pandas as pd
 
 from rankcollapse import plots
 from rankcollapse.experiments import random_matrix_control as rm
-from rankcollapse.registry import HIDDEN_SCALES, NETWORK_SCALES
+from rankcollapse.registry import HIDDEN_SCALES
 from rankcollapse.stats import LEVEL, MARGIN, describe
 
 layers, heads, n = settings.depth, settings.n_heads, settings.n_tokens
-batch, depths = 8, range(1, settings.depth + 1)
+batch, depths = settings.pool_batch, range(1, settings.depth + 1)
 paths = dict(n_pools=settings.n_pools, depths=depths, n_paths=settings.paths_per_pool, seed=seed)
 
 # %% tags=["remove-cell"]
 chapter.glue({"ch4_layers": layers, "ch4_paths": settings.paths_per_pool, "ch4_heads": heads,
               "ch4_batch": batch, "ch4_pools": settings.n_pools, "ch4_margin": 1 + MARGIN,
               "ch4_margin_low": 1 / (1 + MARGIN),
-              "ch4_level": 100 * LEVEL,
+              "ch4_level": 100 * LEVEL, "ch4_iter": settings.n_iter,
               "ch4_all_paths": settings.n_pools * settings.paths_per_pool})
 
 # %% [markdown]
@@ -97,7 +96,7 @@ chapter.glue({"ch4_layers": layers, "ch4_paths": settings.paths_per_pool, "ch4_h
 # $\mathcal N(0, \sigma^2)$, with $\sigma = 1$ (what the scaled dot product gives for
 # unit-variance queries and keys), as {glue:text}`ch4_layers` layers × {glue:text}`ch4_heads` heads ×
 # {glue:text}`ch4_batch` inputs of size $n\times n$ per pool, and normalize them by softmax or
-# by Sinkhorn (50 iterations).
+# by Sinkhorn ({glue:text}`ch4_iter` iterations).
 # ```
 
 # %%
@@ -161,14 +160,14 @@ chapter.glue({f"ch4_{k}_{f}": getattr(advantage[advantage.setting == label].rati
 # ```
 
 # %%
-sizes, scales, sweep_depths = (n // 2, n, 2 * n), (0.5, 1.0, 2.0, 4.0), (2, layers // 2, layers)
-sweep = rm.control_sweep(layers, batch, heads, sizes, scales, sweep_depths, settings.n_pools,
-                         settings.paths_per_pool, seed, settings.n_iter)
+sweep = rm.control_sweep(layers, batch, heads, settings.control_sizes, settings.control_scales,
+                         rm.sweep_depths(layers), settings.n_pools, settings.paths_per_pool, seed,
+                         settings.n_iter)
 
 # %% tags=["remove-cell"]
-chapter.glue({"ch4_sweep_sizes": ", ".join(map(str, sizes)),
-              "ch4_sweep_scales": ", ".join(f"{s:g}" for s in scales),
-              "ch4_sweep_depths": ", ".join(map(str, sweep_depths))})
+chapter.glue({"ch4_sweep_sizes": ", ".join(map(str, settings.control_sizes)),
+              "ch4_sweep_scales": ", ".join(f"{s:g}" for s in settings.control_scales),
+              "ch4_sweep_depths": ", ".join(map(str, rm.sweep_depths(layers)))})
 chapter.glue_text({"ch4_sweep_verdict": rm.sweep_sentence(sweep)})
 
 # %% mystnb={"figure": {"caption": "The control over logit scales (horizontal, log scale) and sizes $n$ (line colours): ratio Sinkhorn / softmax of the median rank-1 residual of path products, geometric mean over independent pools with its Student t interval over pools (simultaneous 95% over the depths of each size and scale), one panel per path depth. Above 1 Sinkhorn keeps more rank; the grey band is the parity margin.", "name": "fig-control-sweep"}}
@@ -188,28 +187,17 @@ chapter.show(plots.sweep_figure(sweep), "fig-control-sweep", sweep)
 # distribution and consecutive layers have correlation $\rho$.
 
 # %%
-rhos = [0.0, 0.5, 0.9, 0.99]
-correlated = rm.pooled_paths({f"ρ = {r:g}": rm.random_pool(
-    layers, batch, heads, n, 1.0, rho=r, n_iter=settings.n_iter) for r in rhos}, **paths)
-corr_adv = rm.advantage(correlated)
-deepest = corr_adv[corr_adv["depth"] == layers].set_index("setting")["ratio"]
+corr_adv = rm.correlated_test(layers, batch, heads, n, settings.rhos, n_iter=settings.n_iter,
+                              **paths)
 
 # %% tags=["remove-cell"]
-chapter.glue({f"ch4_rho_{r:g}": deepest[f"ρ = {r:g}"] for r in rhos}
-             | {"ch4_corr_more": (corr_adv.verdict == "more").sum(),
-                "ch4_corr_cells": len(corr_adv)})
-chapter.glue_text({f"ch4_rho_{r:g}_verdict": rm.verdicts(corr_adv)[f"ρ = {r:g}"] for r in rhos})
+chapter.glue_text({"ch4_corr_verdict": rm.correlated_sentence(corr_adv)})
 
 # %% mystnb={"figure": {"caption": "Test (a): ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth for random logits with correlation $\\rho$ between consecutive layers; geometric mean over independent pools with Student t intervals (simultaneous 95% over the depths of each ρ); grey band: the parity margin.", "name": "fig-correlated"}}
 chapter.show(plots.ratio_figure(corr_adv), "fig-correlated", corr_adv)
 
 # %% [markdown]
-# At the deepest path the ratio is {glue:text}`ch4_rho_0:.2f` ($\rho = 0$),
-# {glue:text}`ch4_rho_0.5:.2f` (0.5), {glue:text}`ch4_rho_0.9:.2f` (0.9) and
-# {glue:text}`ch4_rho_0.99:.2f` (0.99); Sinkhorn keeps more in
-# {glue:text}`ch4_corr_more` of the {glue:text}`ch4_corr_cells` (ρ, depth) cells
-# ({numref}`fig-correlated`). At $\rho = 0.99$: {glue:md}`ch4_rho_0.99_verdict` This is the
-# test of whether correlation between the layers' logits, of this simple Gaussian kind, can
+# {glue:md}`ch4_corr_verdict` ({numref}`fig-correlated`.) This is the test of whether correlation between the layers' logits, of this simple Gaussian kind, can
 # produce an advantage; it is description, with intervals simultaneous over the depths of
 # each $\rho$, and no claim of the paper rests on it.
 #
@@ -224,28 +212,16 @@ chapter.show(plots.ratio_figure(corr_adv), "fig-correlated", corr_adv)
 # inputs.
 
 # %%
-chains = {rm.network_label(skip, s): rm.network_pool(
-    settings.d_model, heads, layers, batch, n, skip, s, settings.n_iter, chapter.device)
-    for skip in (False, True) for s in NETWORK_SCALES}
-net_paths = rm.pooled_paths(chains, **paths)
-net_adv = rm.advantage(net_paths)
-net_sentences = rm.verdicts(net_adv)
-scale_controls = rm.pooled_paths({rm.control_label(s): rm.random_pool(
-    layers, batch, heads, n, s, n_iter=settings.n_iter) for s in NETWORK_SCALES}, **paths)
-beyond = rm.beyond_control(net_paths, scale_controls, {
-    rm.network_label(True, s): rm.control_label(s) for s in NETWORK_SCALES})
-chain_figure = pd.concat([net_adv, rm.advantage(scale_controls)])
+chain = rm.chain_test(settings.d_model, heads, layers, batch, n, n_iter=settings.n_iter,
+                      device=chapter.device, **paths)
+chain_figure = chain.advantage
 
 # %% tags=["remove-cell"]
-chapter.glue_text({f"ch4_net{i}_verdict": net_sentences[label] for i, label in enumerate(chains)}
-                  | {f"ch4_beyond_{s:g}": describe(
-                      beyond[beyond["setting"] == rm.network_label(True, s)], "depth",
-                      more="the network's ratio is larger", less="the network's ratio is smaller")
-                      for s in NETWORK_SCALES})
+chapter.glue_text({f"ch4_net{i}_verdict": v for i, v in enumerate(chain.verdicts.values())}
+                  | {f"ch4_beyond_{s:g}": v for s, v in chain.beyond_verdicts.items()})
 
 # %% mystnb={"figure": {"caption": "Test (b): ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth, attention computed by random-weight networks (float64) with skip connections and LayerNorm, and without both (pure), at two logit scales, and for independent random matrices at the same two scales (the control); geometric mean over independent networks or pools with Student t intervals (simultaneous 95% over the depths of each curve); grey band: the parity margin. A network curve above its control's is what the chain adds. Depths where most networks' products are rank one to float64 precision for both normalizations give no interval and are not drawn: the pure networks, which collapse within a few layers, appear only where they give one.", "name": "fig-network-chains"}}
-chapter.show(plots.ratio_figure(chain_figure.dropna(subset=["low"]),
-                                [*chains, *map(rm.control_label, NETWORK_SCALES)],
+chapter.show(plots.ratio_figure(chain_figure.dropna(subset=["low"]), chain.settings,
                                 figsize=(6.5, 3.8)),
              "fig-network-chains", chain_figure)
 
@@ -288,19 +264,16 @@ chapter.show(plots.ratio_figure(chain_figure.dropna(subset=["low"]),
 hidden_stacks = {ln: rm.hidden_state_stacks(settings.d_model, heads, layers, settings.n_samples, n,
                                             HIDDEN_SCALES, settings.n_pools, seed, settings.n_iter,
                                             chapter.device, layernorm=ln) for ln in (True, False)}
-hidden = pd.concat([rm.hidden_state_comparisons(stacks).assign(
-    task="with LayerNorm" if ln else "without LayerNorm") for ln, stacks in hidden_stacks.items()])
+hidden = rm.hidden_state_panels(hidden_stacks)
 
 # %% tags=["remove-cell"]
-chapter.glue_text({f"ch4_hidden_{'ln' if task == 'with LayerNorm' else 'noln'}_{s:g}":
-                   describe(g, "layer", "layer")
-                   for (task, s), g in hidden.groupby(["task", "logit_std"], sort=False)})
+chapter.glue_text({f"ch4_hidden_{'ln' if ln else 'noln'}_{s:g}": describe(g, "layer", "layer")
+                   for (ln, s), g in hidden.groupby(["layernorm", "logit_std"], sort=False)})
 chapter.glue({"ch4_hidden_scales": ", ".join(f"{s:g}" for s in HIDDEN_SCALES),
               "ch4_hidden_inputs": settings.n_samples})
 
 # %% mystnb={"figure": {"caption": "Test (c): ratio Sinkhorn / softmax of the relative residual of the hidden states against the layer, random-weight networks with skip connections (no FFN), with pre-LayerNorm (left) and without (right), four logit scales (line colours); geometric mean over independent networks with its Student t interval (simultaneous 95% over the layers and scales of each panel); grey band: the parity margin. Above 1 Sinkhorn keeps more rank.", "name": "fig-hidden-test"}}
-chapter.show(plots.ratio_panels(hidden.assign(setting=hidden["logit_std"].map("logit scale {:g}".format)),
-                                {t: t for t in ("with LayerNorm", "without LayerNorm")},
+chapter.show(plots.ratio_panels(hidden, {t: t for t in rm.HIDDEN_TASKS.values()},
                                 x="layer", xlabel="layer $l$"), "fig-hidden-test", hidden)
 
 # %% [markdown]
@@ -333,5 +306,6 @@ chapter.show(plots.ratio_panels(hidden.assign(setting=hidden["logit_std"].map("l
 # ````
 
 # %% tags=["remove-cell"]
-chapter.glue_claims("ch4_claims", rm.claims(control, net_paths, scale_controls, hidden_stacks,
-                                            sweep, settings), "04_random_matrix_control")
+chapter.glue_claims("ch4_claims", rm.claims(control, chain.networks, chain.controls,
+                                            hidden_stacks, sweep, settings),
+                    "04_random_matrix_control")

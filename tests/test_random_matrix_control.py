@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
+from rankcollapse.experiments import random_matrix_control as rm
 from rankcollapse.experiments.random_matrix_control import (
     advantage, beyond_control, claims, control_label, control_sweep, hidden_state_comparisons,
     hidden_state_stacks, network_label, network_pool, paired_paths, pooled_paths,
@@ -175,3 +176,49 @@ def test_hidden_state_test_finds_parity_when_both_attentions_are_uniform(layerno
     assert (hidden.verdict == "parity").all()
     data = registered_hidden(table)
     assert set(data.task) == {"σ = 1e-08"} and set(data.position) == {1, 2, 3}
+
+
+def test_sweep_depths_are_the_shortest_product_half_and_all_layers():
+    assert rm.sweep_depths(12) == (2, 6, 12)
+    assert rm.sweep_depths(3) == (2, 3)  # 3 // 2 = 1 is one matrix, not a product: 2 instead
+
+
+def test_correlated_test_keeps_rho_as_data_and_its_sentence_follows_the_numbers():
+    adv = rm.correlated_test(3, 2, 1, 4, (0.0, 0.9), n_pools=3, depths=[2, 3], n_paths=4,
+                             seed=1, n_iter=20)
+    assert set(adv.rho) == {0.0, 0.9} and set(adv.depth) == {2, 3}
+    direct = advantage(pooled_paths({"x": random_pool(3, 2, 1, 4, 1.0, rho=0.9, n_iter=20)},
+                                    3, [2, 3], 4, seed=1))
+    np.testing.assert_allclose(adv[adv.rho == 0.9]["ratio"], direct["ratio"])
+    made = pd.DataFrame({"setting": "s", "rho": [0.0, 0.0, 0.5, 0.5], "depth": [1, 4, 1, 4],
+                         "ratio": [1.0, 1.25, 1.0, 2.5], "low": 0.9, "high": 3.0,
+                         "verdict": ["parity", "more", "parity", "more"]})
+    text = rm.correlated_sentence(made)
+    assert text.startswith("At the deepest path (depth 4) the ratio is 1.25 (ρ = 0), 2.50 "
+                           "(ρ = 0.5); Sinkhorn keeps more in 2 of the 4 (ρ, depth) cells. "
+                           "At the strongest correlation, ρ = 0.5: ")
+
+
+def test_chain_test_is_the_networks_against_the_control_at_their_scale():
+    chain = rm.chain_test(8, 2, 3, 2, 4, n_pools=3, depths=[1, 2, 3], n_paths=4, seed=0,
+                          n_iter=20, scales=(1.0,))
+    assert chain.settings == [network_label(False, 1.0), network_label(True, 1.0),
+                              control_label(1.0)]
+    assert set(chain.advantage.setting) == set(chain.settings)
+    direct = beyond_control(chain.networks, chain.controls,
+                            {network_label(True, 1.0): control_label(1.0)})
+    pd.testing.assert_frame_equal(chain.beyond, direct)
+    assert list(chain.verdicts) == [network_label(False, 1.0), network_label(True, 1.0)]
+    assert list(chain.beyond_verdicts) == [1.0]
+    controls = pooled_paths({control_label(1.0): random_pool(3, 2, 2, 4, 1.0, n_iter=20)}, 3,
+                            [1, 2, 3], 4, seed=0)
+    pd.testing.assert_frame_equal(chain.controls, controls)
+
+
+def test_hidden_state_panels_keep_the_architecture_as_a_column():
+    stacks = {ln: hidden_state_stacks(8, 2, 2, 3, 5, [1e-8], networks=3, seed=0, n_iter=20,
+                                      layernorm=ln) for ln in (True, False)}
+    panels = rm.hidden_state_panels(stacks)
+    assert set(zip(panels.layernorm, panels.task)) == {(True, "with LayerNorm"),
+                                                       (False, "without LayerNorm")}
+    assert set(panels.setting) == {"logit scale 1e-08"}

@@ -15,6 +15,7 @@ over its paths, and comparisons resample pools (`stats.compare_table` with unit 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -174,6 +175,12 @@ def beyond_control(networks: pd.DataFrame, controls: pd.DataFrame, pairs: dict[s
     return pd.DataFrame(rows)
 
 
+def sweep_depths(n_layers: int) -> tuple[int, ...]:
+    """The path depths of `control_sweep`: the shortest product (2), half and all the
+    layers (each at least 2: depth 1 is one matrix, not a product)."""
+    return tuple(sorted({2, max(2, n_layers // 2), n_layers}))
+
+
 def control_sweep(n_layers: int, batch: int, n_heads: int, sizes, scales, depths,
                   n_pools: int, n_paths: int, seed: int, n_iter: int = 50) -> pd.DataFrame:
     """The control (independent logits) for every token count n in `sizes` and logit scale
@@ -181,13 +188,43 @@ def control_sweep(n_layers: int, batch: int, n_heads: int, sizes, scales, depths
     columns n, logit_std, depth, ratio, low, high, units, excluded, verdict."""
     frames = []
     for n in sizes:
-        pools = {f"{n}|{s}": random_pool(n_layers, batch, n_heads, n, s, n_iter=n_iter)
-                 for s in scales}
+        scale_of = {control_label(s): s for s in scales}
+        pools = {label: random_pool(n_layers, batch, n_heads, n, s, n_iter=n_iter)
+                 for label, s in scale_of.items()}
         adv = advantage(pooled_paths(pools, n_pools, depths, n_paths, seed))
-        key = adv["setting"].str.split("|", expand=True)
-        frames.append(adv.assign(n=key[0].astype(int), logit_std=key[1].astype(float))
+        frames.append(adv.assign(n=n, logit_std=adv["setting"].map(scale_of))
                       .drop(columns="setting"))
     return pd.concat(frames, ignore_index=True)
+
+
+def correlation_label(rho: float) -> str:
+    """The setting name of random logits with correlation `rho` between layers (test (a))."""
+    return f"ρ = {rho:g}"
+
+
+def correlated_test(n_layers: int, batch: int, n_heads: int, n: int, rhos, n_pools: int,
+                    depths, n_paths: int, seed: int, n_iter: int = 50) -> pd.DataFrame:
+    """Test (a): `advantage` of random logits (scale 1) with each correlation in `rhos`
+    between consecutive layers, per (rho, depth); columns as `advantage` and rho."""
+    rho_of = {correlation_label(r): r for r in rhos}
+    table = pooled_paths({label: random_pool(n_layers, batch, n_heads, n, 1.0, rho=r,
+                                             n_iter=n_iter) for label, r in rho_of.items()},
+                         n_pools, depths, n_paths, seed)
+    adv = advantage(table)
+    return adv.assign(rho=adv["setting"].map(rho_of))
+
+
+def correlated_sentence(adv: pd.DataFrame) -> str:
+    """What `correlated_test` found: the ratio at the deepest path per rho, in how many
+    (rho, depth) cells Sinkhorn keeps more, and the verdict over depths at the largest rho."""
+    deepest = adv[adv["depth"] == adv["depth"].max()].sort_values("rho")
+    ratios = ", ".join(f"{r:.2f} (ρ = {rho:g})" for rho, r in zip(deepest["rho"],
+                                                                  deepest["ratio"]))
+    strongest = adv[adv["rho"] == adv["rho"].max()]
+    return (f"At the deepest path (depth {adv['depth'].max()}) the ratio is {ratios}; "
+            f"Sinkhorn keeps more in {int((adv['verdict'] == 'more').sum())} of the "
+            f"{len(adv)} (ρ, depth) cells. At the strongest correlation, "
+            f"ρ = {adv['rho'].max():g}: {describe(strongest, 'depth')}")
 
 
 def hidden_state_stacks(d_model: int, n_heads: int, n_layers: int, n_samples: int, n: int,
@@ -203,6 +240,18 @@ def hidden_state_stacks(d_model: int, n_heads: int, n_layers: int, n_samples: in
                for name in NORMALIZATIONS for s in scales]
     return sweep(configs, n_samples, n, d_model, n_heads, n_layers, n_iter, seed, device,
                  dtype=torch.float64, weight_draws=networks)
+
+
+HIDDEN_TASKS = {True: "with LayerNorm", False: "without LayerNorm"}  # panels of test (c)
+
+
+def hidden_state_panels(stacks: dict[bool, pd.DataFrame]) -> pd.DataFrame:
+    """`hidden_state_comparisons` of each architecture (`stacks`: LayerNorm ->
+    `hidden_state_stacks`), one table: columns layernorm, task (the panel, `HIDDEN_TASKS`)
+    and setting (the curve, `scale_label`'s logit scale)."""
+    table = pd.concat([hidden_state_comparisons(s).assign(layernorm=ln, task=HIDDEN_TASKS[ln])
+                       for ln, s in stacks.items()], ignore_index=True)
+    return table.assign(setting=table["logit_std"].map("logit scale {:g}".format))
 
 
 def hidden_state_comparisons(stacks: pd.DataFrame) -> pd.DataFrame:
@@ -225,6 +274,59 @@ def registered_paths(table: pd.DataFrame, setting: str, task: str) -> pd.DataFra
     normalizations' medians over paths, under the task name `task`."""
     wide = unit_values(table[table["setting"] == setting], "pool", ["depth"])
     return wide.rename(columns={"pool": "unit", "depth": "position"}).assign(task=task)
+
+
+@dataclass(frozen=True)
+class ChainTest:
+    """Test (b): path products of random networks, pure and with skips and LayerNorm, at
+    each logit scale, and of independent random matrices at the same scales (the control)."""
+
+    networks: pd.DataFrame  # `pooled_paths`, settings `network_label(skip, scale)`
+    controls: pd.DataFrame  # `pooled_paths`, settings `control_label(scale)`
+    scales: tuple[float, ...]
+
+    @property
+    def advantage(self) -> pd.DataFrame:
+        """`advantage` of the networks, then of the controls (one table, the figure's)."""
+        return pd.concat([advantage(self.networks), advantage(self.controls)])
+
+    @property
+    def settings(self) -> list[str]:
+        """The curves in order: pure networks, networks with skips, controls."""
+        return [*dict.fromkeys(self.networks["setting"]), *map(control_label, self.scales)]
+
+    @property
+    def verdicts(self) -> dict[str, str]:
+        """Per network setting, Sinkhorn / softmax over depths (`verdicts`)."""
+        return verdicts(advantage(self.networks))
+
+    @property
+    def beyond(self) -> pd.DataFrame:
+        """`beyond_control` of the networks with skips against the control at their scale."""
+        return beyond_control(self.networks, self.controls,
+                              {network_label(True, s): control_label(s) for s in self.scales})
+
+    @property
+    def beyond_verdicts(self) -> dict[float, str]:
+        """Per logit scale, the sentence of `beyond` over depths."""
+        beyond = self.beyond
+        return {s: describe(beyond[beyond["setting"] == network_label(True, s)], "depth",
+                            more="the network's ratio is larger",
+                            less="the network's ratio is smaller") for s in self.scales}
+
+
+def chain_test(d_model: int, n_heads: int, n_layers: int, batch: int, n: int, n_pools: int,
+               depths, n_paths: int, seed: int, n_iter: int = 50,
+               device: torch.device | str = "cpu", scales=NETWORK_SCALES) -> ChainTest:
+    """Test (b) (`ChainTest`): `network_pool` without and with skips at each logit scale in
+    `scales`, and `random_pool` at each, every setting over `n_pools` pools."""
+    networks = {network_label(skip, s): network_pool(d_model, n_heads, n_layers, batch, n,
+                                                     skip, s, n_iter, device)
+                for skip in (False, True) for s in scales}
+    controls = {control_label(s): random_pool(n_layers, batch, n_heads, n, s, n_iter=n_iter)
+                for s in scales}
+    return ChainTest(*(pooled_paths(pools, n_pools, depths, n_paths, seed)
+                       for pools in (networks, controls)), tuple(scales))
 
 
 def network_label(skip: bool, scale: float) -> str:
