@@ -122,14 +122,22 @@ def stack_table(x0: torch.Tensor, z: torch.Tensor, starts, heads: list[HeadWeigh
                       for s in starts], ignore_index=True)
 
 
+def checked_points(stacks: pd.DataFrame, floor_log10: float = -13.0) -> pd.DataFrame:
+    """The (layer, start, normalization) points of a stack table at layers 1.. above the
+    rounding floor, with whether each is at or below the depth bound (column within; the
+    logs compared up to 1e-9, their rounding)."""
+    held = stacks.query("layer > 0 and log10_residual > @floor_log10")
+    return held.assign(within=held["log10_residual"] <= held["log10_bound"] + 1e-9)
+
+
 def bound_check(stacks: pd.DataFrame, floor_log10: float = -13.0
                 ) -> tuple[bool, int, int, float]:
     """Whether the measured residual is at or below the depth bound at every layer above the
     rounding floor, at how many (layer, start, normalization) points that was checked, the
     deepest layer checked, and the smallest bound / measured over those points (at least 1
     where the bound holds; NaN when no point is checked)."""
-    held = stacks.query("layer > 0 and log10_residual > @floor_log10")
-    holds = bool((held["log10_residual"] <= held["log10_bound"] + 1e-9).all())
+    held = checked_points(stacks, floor_log10)
+    holds = bool(held["within"].all())
     slack = float(10.0 ** (held["log10_bound"] - held["log10_residual"]).min()) if len(held) \
         else float("nan")
     return holds, len(held), int(held["layer"].max()) if len(held) else 0, slack
@@ -188,10 +196,10 @@ def bound_sentence(stacks: pd.DataFrame, floor_log10: float = -13.0) -> str:
     """Whether the measured residual of a `stack_table` (or `precise.stack_table`) is at or
     below the depth bound at every layer above the rounding floor (`bound_check`'s rule),
     at how many (layer, start, normalization) points, and at how many it is above."""
-    held = stacks.query("layer > 0 and log10_residual > @floor_log10")
+    held = checked_points(stacks, floor_log10)
     if not len(held):
         return "No layer is above the rounding floor, so the bound is not checked."
-    above = int((held["log10_residual"] > held["log10_bound"] + 1e-9).sum())
+    above = int((~held["within"]).sum())
     where = f"(layer, start, normalization) points, layers 1 to {int(held['layer'].max())}"
     return (f"Yes, at all {len(held)} {where}." if not above else
             f"No: the measured residual is above the bound at {above} of {len(held)} {where}.")
