@@ -155,3 +155,39 @@ def test_missing_figure_exports_defeat_the_cache(tmp_path):
     for fmt in ("png", "svg", "pdf", "csv"):
         (exports / f"fig-x.{fmt}").write_text("x")
     assert missing_exports(project, "01_fig") == []
+
+
+def test_build_config_puts_version_and_commit_in_every_page_footer(tmp_path, monkeypatch):
+    """The generated config is `_config.yml` plus the footer, as jupyter-book reads it."""
+    import subprocess
+
+    from jupyter_book.config import get_final_config
+
+    from rankcollapse import __version__
+    from rankcollapse_book.pipeline import BUILD_CONFIG, build_config
+
+    def final_footer(root: Path) -> str:
+        path = build_config(root)
+        assert path == root / BUILD_CONFIG
+        config, _ = get_final_config(user_yaml=path, cli_config={"latex_individualpages": False},
+                                     sourcedir=root, raise_on_invalid=True)
+        assert config["html_title"] == "A book"  # the rest of _config.yml is kept
+        return config["html_theme_options"]["extra_footer"]
+
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))  # no repository above
+    (tmp_path / "_config.yml").write_text("title: A book\nrepository:\n  url: ''\n")
+    assert final_footer(tmp_path) == (f'<p class="build-info">Version {__version__}, built from '
+                                      f'commit unknown.</p>')  # not a git repository
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    subprocess.run([*git, "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / ".gitignore").write_text("_build/\n")
+    subprocess.run([*git, "add", "."], cwd=tmp_path, check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], cwd=tmp_path, check=True)
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True,
+                         text=True, check=True).stdout.strip()
+    assert f"Version {__version__}, built from commit <code>{sha[:7]}</code>." \
+        in final_footer(tmp_path)
+    (tmp_path / "_config.yml").write_text("title: A book\nrepository:\n"
+                                          "  url: https://github.com/o/r\n")  # uncommitted
+    assert (f'built from commit <a href="https://github.com/o/r/commit/{sha}">{sha[:7]}+dirty'
+            f'</a>.') in final_footer(tmp_path)

@@ -118,3 +118,24 @@ def test_a_redirect_to_another_host_is_flagged(tmp_path):
     (root / "book" / "other.html").unlink()
     found, _ = check_site(root, browser="chromium")
     assert found == ["index.html: redirects to another host, https://evil.example.org/"]
+
+
+@pytest.mark.skipif(chromium() is None, reason="needs Debian's chromium (CI installs it)")
+def test_screenshots_of_every_page_at_both_widths_and_full_height(tmp_path, capsys):
+    from PIL import Image
+
+    from rankcollapse_book.sitecheck import main
+
+    tall = GOOD.replace("</body>", '<div style="height:3000px">tall</div></body>')
+    (tmp_path / "site").mkdir()
+    root = site(tmp_path / "site", tall)
+    assert main([str(root), "--screenshots", str(tmp_path / "shots")]) == 0
+    shots = sorted(p.relative_to(tmp_path / "shots").as_posix()
+                   for p in (tmp_path / "shots").rglob("*.png"))
+    assert shots == ["book/other-1300.png", "book/other-800.png", "book/page-1300.png",
+                     "book/page-800.png"]  # index.html is a redirect: not photographed
+    for width in (1300, 800):
+        with Image.open(tmp_path / "shots" / "book" / f"page-{width}.png") as image:
+            assert image.width == width and image.height > 3000  # the whole page
+    assert f"4 screenshots (<page>-1300.png, <page>-800.png) in {tmp_path / 'shots'}" \
+        in capsys.readouterr().out
