@@ -7,11 +7,13 @@ neither. Every function returns the figure; the chapter shows and exports it.
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
+from matplotlib.ticker import (FixedLocator, FuncFormatter, LogFormatterSciNotation, LogLocator,
+                               MaxNLocator, NullFormatter, NullLocator)
 import pandas as pd
 import seaborn as sns
 
@@ -28,16 +30,49 @@ def use_style() -> None:
     """Seaborn whitegrid, readable sizes, no LaTeX (nothing to install)."""
     sns.set_theme(context="notebook", style="whitegrid", palette=OTHER_COLORS)
     plt.rcParams.update({"figure.dpi": 110, "savefig.dpi": 150, "axes.titlesize": "medium",
-                         "legend.fontsize": "small", "figure.constrained_layout.use": True})
+                         "legend.fontsize": "small", "figure.constrained_layout.use": True,
+                         # long enough to show a dash-dot pattern: line styles tell curves apart
+                         "legend.handlelength": 3.5})
 
 
 def colors(keys) -> dict:
-    """A colour per key: the normalization colours for 'softmax'/'sinkhorn', else the others
-    in order."""
+    """A colour per key: the normalization colours where each key names one normalization and
+    no two keys the same ('softmax', 'trained with Sinkhorn'), else the others in order."""
     keys = list(dict.fromkeys(keys))
-    if set(keys) <= set(NORMALIZATION_COLORS):
-        return {k: NORMALIZATION_COLORS[k] for k in keys}
+    named = {k: set(re.findall(r"\b(softmax|sinkhorn)\b", str(k).lower())) for k in keys}
+    if all(len(n) == 1 for n in named.values()) and len(set().union(*named.values())) == len(keys):
+        return {k: NORMALIZATION_COLORS[min(n)] for k, n in named.items()}
     return {k: OTHER_COLORS[i % len(OTHER_COLORS)] for i, k in enumerate(keys)}
+
+
+def wrap_title(text: str, width: float) -> str:
+    """`text` wrapped to fit a panel `width` inches wide (titles of neighbours do not meet)."""
+    return textwrap.fill(text, max(12, int(7.5 * width)))
+
+
+def log_ticks(ax, which: str = "y") -> None:
+    """Regular, readable labels on a log axis, chosen from its present limits (call it last):
+    up to three decades plain numbers (0.8, 0.9, 1 nearly evenly spaced in a range of less
+    than a factor 3, then 1, 2, 3, 5, 7 or 1, 2, 5 a decade, then decades), always at least
+    two; wider, powers of ten every 1, 2, 5, 10, 20, 50... decades, at most eight labels."""
+    axis = getattr(ax, f"{which}axis")
+    low, high = sorted(getattr(ax, f"get_{which}lim")())
+    ratio = high / low
+    if ratio < 1e3:
+        locator = (MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]) if ratio < 3 else
+                   LogLocator(subs=(1, 2, 3, 5, 7) if ratio < 30 else (1, 2, 5) if ratio < 300
+                              else (1,)))
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    else:
+        decades = np.log10(ratio)
+        step = next(s for s in (b * 10**k for k in range(4) for b in (1, 2, 5)) if decades / s <= 8)
+        first = np.ceil(np.log10(low) / step) * step
+        locator = FixedLocator(10.0 ** np.arange(first, np.log10(high) + 1e-9, step))
+        axis.set_major_formatter(LogFormatterSciNotation())
+        if step > 1:
+            axis.set_minor_locator(NullLocator())
+    axis.set_major_locator(locator)
+    axis.set_minor_formatter(NullFormatter())
 
 
 # ----------------------------------------------------------------------------- bands
@@ -58,12 +93,14 @@ def band(ax, x, mean, std, label: str | None = None, color=None, log: bool = Fal
     return line
 
 
-def floor_line(ax, floor: float | None, decades: float = 3.0) -> None:
+def floor_line(ax, floor: float | None, decades: float = 3.0):
     """A dotted grey line at the rounding `floor`, drawn only where the panel's curves come
-    within `decades` powers of ten of it (elsewhere it would squash the curves)."""
+    within `decades` powers of ten of it (elsewhere it would squash the curves); the line,
+    or None."""
     low = ax.get_ylim()[0]
     if floor and low < floor * 10**decades:
-        ax.axhline(floor, color="grey", linestyle=":", linewidth=1, label="rounding floor")
+        return ax.axhline(floor, color="grey", linestyle=":", linewidth=1, label="rounding floor")
+    return None
 
 
 def band_from_summary(ax, summary: pd.DataFrame, x: str = "layer", log: bool = True, **kw):
@@ -237,6 +274,7 @@ def depth_bound_figure(stacks: pd.DataFrame):
                     label=f"bound, s = {s:g}")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set(yscale="log", xlabel="layer $l$", ylabel="$\\|\\mathrm{res}(X_l)\\|_2$")
+    log_ticks(ax)
     ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1))
     return fig
 
@@ -288,11 +326,7 @@ def ratio_plot(ax, adv: pd.DataFrame, order: list[str] | None = None, x: str = "
     ax.axhline(1, color="grey", linewidth=0.8)
     ax.axhspan(1 / (1 + MARGIN), 1 + MARGIN, color="grey", alpha=0.12, linewidth=0)
     ax.set(yscale="log", xlabel=xlabel, ylabel=ylabel)
-    low, high = ax.get_ylim()
-    if high / low < 1e3:  # 0.9, 1, 2 rather than 9 x 10^-1; powers of ten for wide ranges
-        plain = FuncFormatter(lambda v, _: f"{v:g}")
-        ax.yaxis.set_major_formatter(plain)
-        ax.yaxis.set_minor_formatter(plain if high / low < 10 else NullFormatter())
+    log_ticks(ax)
     ax.legend(fontsize="small")
 
 
@@ -302,7 +336,7 @@ def ratio_panels(adv: pd.DataFrame, titles: dict[str, str], panel: str = "task",
     fig, axes = plt.subplots(1, len(titles), figsize=(4.4 * len(titles), 3.4), squeeze=False)
     for ax, (key, title) in zip(axes[0], titles.items()):
         ratio_plot(ax, adv[adv[panel] == key], **options)
-        ax.set_title(title)
+        ax.set_title(wrap_title(title, 4.4))
     return fig
 
 
@@ -326,7 +360,7 @@ def sweep_figure(adv: pd.DataFrame, panel: str = "depth", x: str = "logit_std",
         part = adv[adv[panel] == key]
         ratio_plot(ax, part.assign(setting=part[line].map(line_label.format)), x=x,
                    xlabel=xlabel)
-        ax.set(xscale="log", title=panel_title.format(key))
+        ax.set(xscale="log", title=wrap_title(panel_title.format(key), 4.2))
         ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xticks(sorted(part[x].unique()), [f"{v:g}" for v in sorted(part[x].unique())])
     for ax in axes[0][1:]:
@@ -335,13 +369,26 @@ def sweep_figure(adv: pd.DataFrame, panel: str = "depth", x: str = "logit_std",
 
 
 def boxes_by(table: pd.DataFrame, panel: str, x: str, y: str = "residual", order=None,
-             ylabel: str = "", xlabel: str = "path depth $k$", figsize=(11, 3.8)):
-    """`paired_boxes` on a log axis, one panel per value of `panel`, shared y."""
+             ylabel: str = "", xlabel: str = "path depth $k$", figsize=(11, 3.8),
+             floor: float | None = None):
+    """`paired_boxes` on a log axis, one panel per value of `panel`, shared y; the rounding
+    `floor` dotted (and in the first legend) where the boxes come within a decade of it."""
     order = order or list(dict.fromkeys(table[panel]))
     fig, axes = plt.subplots(1, len(order), figsize=figsize, sharey=True, squeeze=False)
+    width = figsize[0] / len(order)  # inches per panel
     for ax, label in zip(axes[0], order):
-        paired_boxes(table[table[panel] == label], x, y, ax=ax, log=True, title=label,
-                     xlabel=xlabel, ylabel=ylabel)
+        paired_boxes(table[table[panel] == label], x, y, ax=ax, log=True,
+                     title=wrap_title(label, width), xlabel=xlabel, ylabel=ylabel)
+        labels = ax.get_xticklabels()  # at most about 2.5 an inch: 1, 3, 5 or 1, 6, 11
+        step = next(s for s in (1, 2, 5, 10, 20, 50) if len(labels) / s <= 2.5 * width)
+        for i, text in enumerate(labels):
+            text.set_visible(i % step == 0)
+    lines = [floor_line(ax, floor, decades=1) for ax in axes[0]]  # the y-limits are final
+    first = axes[0][0].get_legend()
+    if first is not None and lines[0] is not None:
+        axes[0][0].legend([*first.legend_handles, lines[0]],
+                          [t.get_text() for t in first.get_texts()] + [lines[0].get_label()],
+                          title=first.get_title().get_text())
     return fig
 
 
@@ -355,7 +402,7 @@ def variant_panels(summary: pd.DataFrame, variants, title: str, floor: float | N
             band_from_summary(ax, part, color=NORMALIZATION_COLORS[name], label=display(name))
         floor_line(ax, floor)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set(title=textwrap.fill(variant, 22), xlabel="layer (0 = embeddings)")
+        ax.set(title=wrap_title(variant, 13 / len(variants)), xlabel="layer (0 = embeddings)")
     axes[0].set_ylabel("relative residual $r(X_l)$")
     for ax in axes:  # the first panel, and every panel with the floor drawn
         if ax is axes[0] or "rounding floor" in [line.get_label() for line in ax.get_lines()]:
@@ -384,7 +431,7 @@ def task_panels(summary: pd.DataFrame, titles: dict[str, str], ylabel: str,
                                   linestyle=shown[variant], label=f"{display(name)}, {variant}")
             floor_line(ax, floor)
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-            ax.set(title=textwrap.fill(title, 34), xlabel=xlabel)
+            ax.set(title=wrap_title(title, 4.4), xlabel=xlabel)
             ax.legend(fontsize="x-small") if ax is row[0] else None
         row[0].set_ylabel(ylabel)
     return fig
@@ -441,7 +488,7 @@ def learning_curves(curves: pd.DataFrame, titles: dict[str, str]):
         for key, style in (("chance", ":"), ("baseline", "--")):
             accuracy.axhline(g[key].iloc[0], color=OTHER_COLORS[5], linestyle=style,
                              linewidth=1, label=LINE_LABELS[key] if col == 0 else None)
-        loss.set(yscale="log", title=textwrap.fill(titles[task], 34),
+        loss.set(yscale="log", title=wrap_title(titles[task], 3.6),
                  ylabel="held-out loss (nats)" if col == 0 else None)
         accuracy.set(xlabel="epoch", ylim=(0, 1.02),
                      ylabel="held-out accuracy" if col == 0 else None)
@@ -507,10 +554,7 @@ def lipschitz_figure(random: pd.DataFrame, trained: pd.DataFrame, titles: dict[s
     right.set(yscale="log", xlabel="layer (only these layers are measured)",
               ylabel="local Lipschitz constant", title="Trained layers")
     right.set_xticks(sorted(trained["layer"].unique()))
-    for ax in (left, right):  # 1, 1.5, 2, 3, 5, 7 per decade as plain numbers: short ranges
-        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 1.5, 2.0, 3.0, 5.0, 7.0)))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.yaxis.set_minor_formatter(NullFormatter())
     for ax in (left, right):
+        log_ticks(ax)  # short ranges: plain numbers, at least two of them
         ax.legend(fontsize="xx-small", loc="upper left", bbox_to_anchor=(1.01, 1))
     return fig

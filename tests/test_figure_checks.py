@@ -1,0 +1,297 @@
+"""Every kind of figure the chapters draw, rendered (Agg) from small tables shaped like the
+chapters' own, and checked for what a reader needs: at least two readable, non-overlapping
+tick labels on every labelled axis, legend handles long enough to show their dashes, panel
+titles that do not run into each other, and the rounding floor drawn where values reach it."""
+
+import itertools
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from rankcollapse import plots  # noqa: E402
+
+FLOOR = 2.2e-15  # the float64 rounding floor (measures.rounding_floor)
+TITLES = {"text": "text classification (stand-in: wordnet4)",
+          "mnist": "MNIST digits (stand-in: mnist10k)",
+          "cats_dogs": "Cats and Dogs (stand-in: fashion_mnist)",
+          "retrieval": "key-value retrieval (this book's task)"}
+VARIANTS = ["full model", "without skip", "without LayerNorm", "attention only"]
+NORMS = ["softmax", "sinkhorn"]
+LAYERS = np.arange(7)
+
+
+@pytest.fixture(autouse=True)
+def style():
+    with matplotlib.rc_context():
+        plots.use_style()
+        yield
+    plt.close("all")
+
+
+# ----------------------------------------------------------------------------- the checks
+
+
+def labelled_ticks(axis) -> list:
+    """The tick labels a drawn `axis` shows: visible, with text, at a tick within the view."""
+    low, high = sorted(axis.get_view_interval())
+    margin = 1e-9 * (high - low)
+    return [t.label1 for t in axis.get_major_ticks() + axis.get_minor_ticks()
+            if t.label1.get_visible() and t.label1.get_text().strip()
+            and low - margin <= t.get_loc() <= high + margin]
+
+
+def short_dashed_legends(fig) -> list:
+    """Legends of `fig` whose lines differ in dash style with handles too short (under three
+    font sizes) to show a dash-dot pattern."""
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()] + fig.legends
+    return [legend for legend in legends
+            if len({h.get_linestyle() for h in legend.legend_handles
+                    if isinstance(h, matplotlib.lines.Line2D)} - {"None"}) > 1
+            and legend.handlelength < 3]
+
+
+def overlapping(texts) -> list:
+    """Pairs of drawn `texts` whose boxes overlap or come closer than a third of their
+    height (labels that touch read as one)."""
+    boxes = [(t.get_text(), (box := t.get_window_extent()).padded(box.height / 6))
+             for t in texts]
+    return [(a, b) for (a, box_a), (b, box_b) in itertools.combinations(boxes, 2)
+            if box_a.overlaps(box_b)]
+
+
+def unreadable(fig) -> list[str]:
+    """What a reader could not read in `fig` (drawn here): axes with tick labels on but
+    fewer than two of them, tick labels or panel titles that overlap, short dashed legends."""
+    fig.canvas.draw()
+    problems = []
+    for ax, which in itertools.product(fig.axes, "xy"):
+        axis = getattr(ax, f"{which}axis")
+        on = axis.get_tick_params()["labelbottom" if which == "x" else "labelleft"]
+        if not on or not len(axis.get_ticklocs()):
+            continue  # labels or ticks off by design (shared axes, a colour bar's width)
+        labels = labelled_ticks(axis)
+        if len(labels) < 2:
+            problems.append(f"{which} axis of {ax.get_title()!r}: labels {labels}")
+        problems += [f"{which} tick labels overlap: {pair}" for pair in overlapping(labels)]
+    problems += [f"titles overlap: {pair}" for pair in
+                 overlapping([ax.title for ax in fig.axes if ax.get_title()])]
+    problems += [f"short legend handles: {[t.get_text() for t in legend.get_texts()]}"
+                 for legend in short_dashed_legends(fig)]
+    return problems
+
+
+def has_floor_line(ax) -> bool:
+    return any(line.get_label() == "rounding floor" for line in ax.get_lines())
+
+
+# ----------------------------------------------------------------------------- the data
+
+
+def rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def summary(**keys) -> pd.DataFrame:
+    """A `log_summary` table (layer, mean and std of log10 r) per combination of `keys`,
+    falling by one decade per layer per unit of the combination's index, to the floor."""
+    rows = []
+    for i, combo in enumerate(itertools.product(*keys.values())):
+        mean = np.maximum(-0.3 - (1 + i % 3) * LAYERS, np.log10(FLOOR))
+        rows += [dict(zip(keys, combo), layer=layer, mean=m, std=0.3)
+                 for layer, m in zip(LAYERS, mean)]
+    return pd.DataFrame(rows)
+
+
+def comparison(settings, x="depth", values=range(1, 13), low=0.8, high=1.05, **extra):
+    """A `stats.compare_table`-like table: ratio with its interval per setting and x."""
+    r = rng(1)
+    rows = [dict(setting=s, **{x: v}, ratio=ratio, low=ratio * 0.95, high=ratio * 1.05, **extra)
+            for s in settings for v, ratio in zip(values, r.uniform(low, high, len(values)))]
+    return pd.DataFrame(rows)
+
+
+def path_boxes() -> pd.DataFrame:
+    """Path-product residuals per setting and depth, falling to below the floor."""
+    r = rng(2)
+    rows = [dict(setting=f"{title}, full model", normalization=name, depth=k,
+                 residual=max(10.0 ** (-1.3 * k) * r.lognormal(0, 1), FLOOR / 20))
+            for title in TITLES.values() for name in NORMS for k in range(1, 16)
+            for _ in range(8)]
+    return pd.DataFrame(rows)
+
+
+def depth_bound_table() -> pd.DataFrame:
+    rows = []
+    for s, name in itertools.product((0.1, 0.3), NORMS):
+        log_r = np.log10(s) * 3.0 ** np.arange(6) - (name == "sinkhorn") * 0.1
+        rows += [dict(start=s, normalization=name, layer=layer, log10_residual=v,
+                      log10_bound=0.8 * v + 1) for layer, v in enumerate(log_r)]
+    return pd.DataFrame(rows)
+
+
+def lipschitz_tables(trained_range=(0.95, 1.1)):
+    r = rng(3)
+    random = pd.DataFrame([dict(n=n, logit_std=s, draw=d, normalization=name,
+                                lipschitz=(2 + s**2 * (3 if name == "softmax" else 2)) * r.uniform(0.9, 1.1))
+                           for n in (16, 32) for s in (0.5, 1, 2, 4) for d in range(5)
+                           for name in NORMS])
+    trained = pd.DataFrame([dict(task=t, normalization=name, layer=layer, seed=seed,
+                                 lipschitz=r.uniform(*trained_range))
+                            for t in TITLES for name in NORMS for layer in (1, 3, 6)
+                            for seed in range(3)])
+    return random, trained
+
+
+def figures():
+    """Name -> a function drawing that kind of figure the way a chapter calls it."""
+    r = rng()
+    curves = pd.DataFrame([dict(scale=s, half_steps=h, full_iterations=h // 2,
+                                row_error=10.0 ** (-h / (2 * s)), column_error=10.0 ** (-h / (3 * s)))
+                           for s in (1, 2, 4) for h in range(1, 41)])
+    lin = pd.DataFrame([dict(normalization=name, eps=e, error=e**2 * (1 + (name == "softmax")))
+                        for name in NORMS for e in np.geomspace(1e-4, 1e-1, 7)])
+    guide = pd.DataFrame([dict(x=e, y=e**2, label="slope 2", style="--")
+                          for e in np.geomspace(1e-4, 1e-1, 7)])
+    learning = pd.DataFrame([dict(task=t, normalization=name, seed=seed, epoch=e,
+                                  heldout_loss=2.0 / e, heldout_accuracy=1 - 0.5 / e,
+                                  chance=0.1, baseline=0.6)
+                             for t in TITLES for name in NORMS for seed in range(2)
+                             for e in range(1, 9)])
+    attention = pd.DataFrame([dict(task=t, normalization=name, layer=layer, logit_std=1 + layer,
+                                   marginal_error=10.0 ** -(3 + layer), entropy=2 - 0.1 * layer)
+                              for t in TITLES for name in NORMS for layer in range(6)])
+    sweep = pd.DataFrame([dict(task=t, seed=seed, iterations=it, accuracy=0.9 - 0.1 / it,
+                               row_error=10.0 ** -it / 3, ms=10 + it)
+                          for t in TITLES for seed in range(2) for it in (0.5, 1, 2, 5, 10, 20, 50)])
+    regime = pd.DataFrame([dict(normalization=name, logit_std=s, logit_norm=n * s,
+                                ratio=1 + 0.1 * n * s, looseness=3 + n * s)
+                           for name in NORMS for s in (0.5, 1) for n in (0.1, 0.3, 1, 3)])
+    return {
+        "residual_bands": lambda: plots.residual_bands(summary(logit_std=(0.5, 1, 2)), "logit_std",
+                                                       "logit scale {:g}", floor=FLOOR),
+        "residual_bands_styles": lambda: plots.residual_bands(
+            summary(normalization=NORMS, logit_std=(1, 4)), "normalization",
+            "{}, logit scale {:g}", style="logit_std", floor=FLOOR),
+        "digits_lost_figure": lambda: plots.digits_lost_figure(pd.DataFrame(
+            [dict(logit_std=s, layer=layer, lost=s * 3.0**layer, low=0.8 * s * 3.0**layer,
+                  high=1.2 * s * 3.0**layer) for s in (1, 2) for layer in range(1, 5)])),
+        "rank_and_entropy": lambda: plots.rank_and_entropy(
+            summary(label=["attention", "with skip"]),
+            summary(label=["attention", "with skip"]).assign(mean=lambda d: 2 - 0.1 * d.layer),
+            np.log(16)),
+        "convergence_figure": lambda: plots.convergence_figure(curves, 10),
+        "heatmaps": lambda: plots.heatmaps({name: r.dirichlet(np.ones(6), 6) for name in
+                                            ("softmax", "Sinkhorn")}),
+        "paired_boxes": lambda: plots.paired_boxes(pd.DataFrame(
+            [dict(scale=s, normalization=name, entropy=2 - 0.2 * s + r.normal(0, 0.1))
+             for s in (0.5, 1, 2) for name in NORMS for _ in range(10)]), "scale", "entropy",
+            xlabel="logit scale $\\sigma$", ylabel="row entropy (nats)"),
+        "cost_figure": lambda: plots.cost_figure(pd.DataFrame(
+            {"softmax": [1e-5, 2e-5, 8e-5], "sinkhorn": [1e-4, 3e-4, 1e-3],
+             "loop": [1e-3, 4e-3, 2e-2]}, index=[16, 64, 256])),
+        "loglog_points": lambda: plots.loglog_points(lin, "eps", "error", {}, "logit scale",
+                                                     "error", guide=guide),
+        "depth_bound_figure": lambda: plots.depth_bound_figure(depth_bound_table()),
+        "regime_figure": lambda: plots.regime_figure(regime),
+        "gap_figure": lambda: plots.gap_figure(pd.Series([1e-4, 1e-3, 1e-2], index=[0.01, 0.1, 1])),
+        "boxes_by": lambda: plots.boxes_by(path_boxes(), "setting", "depth", figsize=(15, 3.6),
+                                           ylabel="rank-1 residual", floor=FLOOR),
+        "ratio_figure": lambda: plots.ratio_figure(comparison(
+            [f"{kind}, logit scale {s}" for kind in ("pure", "skip + LN", "independent")
+             for s in (1, 4)]), figsize=(6.5, 3.8)),
+        "sweep_figure": lambda: plots.sweep_figure(pd.concat(
+            [comparison([None], "logit_std", (0.5, 1, 2, 4), 0.5, 3, depth=k, n=n)
+             for k in (2, 8) for n in (16, 64)])),
+        "ratio_panels": lambda: plots.ratio_panels(pd.concat(
+            [comparison(["trained with softmax", "trained with Sinkhorn"], "layer", range(1, 7),
+                        task=t) for t in TITLES]), TITLES, x="layer", xlabel="layer"),
+        "learning_curves": lambda: plots.learning_curves(learning, TITLES),
+        "variant_panels": lambda: plots.variant_panels(
+            summary(variant=VARIANTS, normalization=NORMS), VARIANTS, TITLES["text"],
+            floor=FLOOR),
+        "task_panels": lambda: plots.task_panels(
+            summary(task=list(TITLES), variant=VARIANTS[:2], normalization=NORMS), TITLES,
+            "relative residual", {"full model": "-", "without skip": "--"}, floor=FLOOR,
+            rows=True),
+        "trained_attention_figure": lambda: plots.trained_attention_figure(attention, TITLES),
+        "iterations_figure": lambda: plots.iterations_figure(sweep, TITLES),
+        "lipschitz_figure": lambda: plots.lipschitz_figure(*lipschitz_tables(), TITLES),
+    }
+
+
+# ----------------------------------------------------------------------------- the tests
+
+
+@pytest.mark.parametrize("kind", list(figures()))
+def test_figure_is_readable(kind):
+    assert unreadable(figures()[kind]()) == []
+
+
+def test_checks_catch_short_handles_one_tick_and_crowded_labels():
+    """The checks fail on what this book's figures once showed: the Lipschitz legend at the
+    default handle length, a log axis with the single label 1, crowded 0.8, 0.9, 1."""
+    matplotlib.rcParams["legend.handlelength"] = 2.0
+    fig = plots.lipschitz_figure(*lipschitz_tables(), TITLES)
+    assert any("short legend handles" in p for p in unreadable(fig))
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [0.2, 2])
+    ax.set_yscale("log")
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    assert any("tick labels overlap" in p for p in unreadable(fig))
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [0.75, 1.3])
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 1.5, 2, 3, 5, 7)))
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    assert any("y axis" in p for p in unreadable(fig))
+
+
+@pytest.mark.parametrize("trained_range", [(0.95, 1.1), (0.75, 1.4), (0.8, 5)])
+def test_lipschitz_short_log_ranges_show_two_labels(trained_range):
+    fig = plots.lipschitz_figure(*lipschitz_tables(trained_range), TITLES)
+    assert unreadable(fig) == []
+
+
+def test_depth_bound_labels_are_evenly_spaced_powers_of_ten():
+    fig = plots.depth_bound_figure(depth_bound_table())
+    fig.canvas.draw()
+    ticks = [label.get_position()[1] for label in labelled_ticks(fig.axes[0].yaxis)]
+    steps = set(np.round(np.diff(np.log10(ticks)), 6))
+    assert len(steps) == 1 and steps.pop() in {1, 2, 5, 10, 20, 50, 100}
+    assert np.allclose(np.log10(ticks), np.round(np.log10(ticks)))
+
+
+@pytest.mark.parametrize("low, high", [(0.8, 1.05), (0.5, 1.3), (0.2, 2), (0.05, 3), (1e-3, 20)])
+def test_ratio_labels_do_not_crowd(low, high):
+    fig = plots.ratio_figure(comparison(["pure", "skip + LN"], low=low, high=high))
+    assert unreadable(fig) == []
+
+
+def test_floor_line_where_values_reach_the_floor():
+    boxes = plots.boxes_by(path_boxes(), "setting", "depth", floor=FLOOR)
+    assert all(has_floor_line(ax) for ax in boxes.axes)
+    assert "rounding floor" in [t.get_text() for t in boxes.axes[0].get_legend().get_texts()]
+    far = path_boxes().query("depth < 5")
+    assert not any(has_floor_line(ax) for ax in plots.boxes_by(far, "setting", "depth",
+                                                               floor=FLOOR).axes)
+    panels = plots.variant_panels(summary(variant=VARIANTS, normalization=NORMS), VARIANTS,
+                                  "text", floor=FLOOR)
+    assert all(has_floor_line(ax) for ax in panels.axes)
+    bands = plots.residual_bands(summary(logit_std=(1, 2)), "logit_std", floor=FLOOR)
+    assert has_floor_line(bands.axes[0])
+
+
+def test_curves_of_a_normalization_take_its_colour():
+    """fig-swapped's curves are the weights' training normalization: blue and red."""
+    assert plots.colors(["trained with softmax", "trained with Sinkhorn"]) == {
+        "trained with softmax": "#1f77b4", "trained with Sinkhorn": "#d62728"}
+    assert set(plots.colors(["pure, logit scale 1", "pure, logit scale 4"]).values()) <= set(
+        plots.OTHER_COLORS)
+    assert set(plots.colors(["softmax, n = 16", "softmax, n = 32"]).values()) <= set(
+        plots.OTHER_COLORS)  # two keys of one normalization: one colour would hide a curve
