@@ -300,10 +300,10 @@ chapter.glue_text({f"ch5_paths_{role}_{key}": path_sentences[f"{TITLES[role]}, {
                    for role in tasks for variant, key in (("full model", "full"),
                                                           ("without skip", "noskip"))})
 
-# %% mystnb={"figure": {"caption": "Rank-1 residual of attention products along random paths (log scale) against path depth, complete trained models, softmax (blue) and Sinkhorn (red), one panel per task. Boxes: quartiles over paths of all seeds; whiskers 1.5 IQR.", "name": "fig-trained-paths"}}
+# %% mystnb={"figure": {"caption": "Rank-1 residual of attention products along random paths (log scale) against path depth, complete trained models, softmax (blue) and Sinkhorn (red), one panel per task. Boxes: quartiles over paths of all seeds; whiskers 1.5 IQR; dotted, where the boxes come near it: the float64 rounding floor.", "name": "fig-trained-paths"}}
 full_paths = paths[paths.setting.str.endswith("full model")]
 fig = plots.boxes_by(full_paths, "setting", "depth", ylabel="rank-1 residual of the product",
-                     figsize=(15, 3.6))
+                     figsize=(15, 3.6), floor=tm.FLOOR)
 chapter.show(fig, "fig-trained-paths", full_paths)
 
 # %% [markdown]
