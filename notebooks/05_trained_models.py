@@ -47,6 +47,7 @@ settings = chapter.settings
 import pandas as pd
 
 from rankcollapse import names, plots, trainings
+from rankcollapse.tasks import load_task
 from rankcollapse.experiments import random_vs_trained as rvt
 from rankcollapse.experiments import trained_models as tm
 from rankcollapse.experiments.rank_collapse import log_summary
@@ -65,7 +66,7 @@ tasks = settings.tasks
 # smaller models on real stand-in datasets shipped with this repository:
 
 # %%
-data = {role: tm.load_task(task) for role, task in tasks.items()}
+data = {role: load_task(task) for role, task in tasks.items()}
 TITLES = tm.task_titles(data)
 pd.DataFrame([{"task": tm.ROLES[role], "dataset": train.source, "train / test":
                f"{len(train):,} / {len(test):,}", "classes": len(train.classes),

@@ -53,13 +53,14 @@ from dataclasses import replace
 import pandas as pd
 
 from rankcollapse import names, plots, trainings
+from rankcollapse.tasks import load_task
 from rankcollapse.experiments import open_questions as oq
 from rankcollapse.experiments import trained_models as tm
 from rankcollapse.experiments.rank_collapse import deepest_drawn, log_summary
 from rankcollapse.registry import LIPSCHITZ_SCALES, lipschitz_sizes
 
 tasks = settings.tasks
-data = {role: tm.load_task(task) for role, task in tasks.items()}
+data = {role: load_task(task) for role, task in tasks.items()}
 TITLES = tm.task_titles(data)
 tests = {role: test for role, (_, test) in data.items()}
 # chapter 5's complete models (cached: trained there, loaded here)

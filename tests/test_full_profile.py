@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 import torch
 
+from rankcollapse import tasks
 from rankcollapse.experiments import trained_models as tm
 from rankcollapse.profiles import get_profile
 from rankcollapse.training import train
@@ -18,10 +19,10 @@ FULL = get_profile("full")
 def test_full_profile_model_trains_and_is_analysed(role, tmp_path):
     task = replace(FULL.tasks[role], epochs=1, batch_size=4, warmup_steps=1)
     assert (task.depth, task.d_model, task.n_heads) == (24, 128, 4)
-    data, test = tm.synthetic_data(task, 8, seed=0), tm.synthetic_data(task, 4, seed=1)
+    data, test = tasks.synthetic_data(task, 8, seed=0), tasks.synthetic_data(task, 4, seed=1)
     models = {}
     for name in ("softmax", "sinkhorn"):
-        result = train(tm.train_config(task, data, name, seed=0), data, test, tmp_path, "cpu",
+        result = train(tasks.train_config(task, data, name, seed=0), data, test, tmp_path, "cpu",
                        quiet=True)
         assert result.steps == 2 and all(torch.isfinite(torch.tensor(result.losses)))
         models[(name, 0)] = result.model

@@ -9,7 +9,7 @@ import torch
 
 from rankcollapse.data import Dataset
 from rankcollapse.experiments import open_questions as oq
-from rankcollapse.experiments.trained_models import train_config
+from rankcollapse.tasks import SCRATCH, train_config
 from rankcollapse.measures import path_products, sample_paths
 from rankcollapse.models import build_model
 from dataclasses import replace
@@ -171,13 +171,13 @@ def test_swapped_and_iterations_on_tiny_models():
 
 def test_pure_training_analysis_runs_both_trainings_with_the_same_parts_off():
     data = image_data()
-    scratch = {v: tiny_results(data, sw) for v, sw in oq.SCRATCH.items()}
+    scratch = {v: tiny_results(data, sw) for v, sw in SCRATCH.items()}
     accuracy, residuals = oq.scratch_analysis(scratch, tiny_results(data), data, 8,
                                               torch.device("cpu"), "img")
     assert set(accuracy.training) == {"from scratch", "switched off at inference"}
     assert len(accuracy) == 2 * 2 * 3 * 2 and set(accuracy.task) == {"img"}
     comparisons = oq.scratch_comparisons(residuals)
-    assert set(comparisons.setting) == set(oq.SCRATCH) and set(comparisons.task) == {"img"}
+    assert set(comparisons.setting) == set(SCRATCH) and set(comparisons.task) == {"img"}
     contrast = oq.training_contrast(residuals)
     assert set(contrast.normalization) == {"softmax", "sinkhorn"}
     assert (contrast.units == 3).all()  # values at the floor are censored, not dropped

@@ -4,7 +4,7 @@ from dataclasses import replace
 
 import pytest
 
-from rankcollapse import profiles, trainings
+from rankcollapse import profiles, tasks, trainings
 from rankcollapse.experiments import trained_models as tm
 from rankcollapse.profiles import Task
 
@@ -42,7 +42,7 @@ def test_trainings_run_side_by_side_in_two_workers(tmp_path, capsys):
     runs = [trainings.Training("smoke", "cats_dogs", "softmax", seed) for seed in (0, 1)]
     trainings.run_all(runs, jobs=2, device="cpu", cache_dir=tmp_path)
     task = profiles.PROFILES["smoke"].tasks["cats_dogs"]
-    found = tm.train_models(task, *tm.load_task(task), [0, 1], "cpu", 50, cache_dir=tmp_path)
+    found = tm.train_models(task, *tasks.load_task(task), [0, 1], "cpu", 50, cache_dir=tmp_path)
     assert found[("softmax", 0)].from_cache and found[("softmax", 1)].from_cache
     assert not found[("sinkhorn", 0)].from_cache  # only what was asked for was trained
     threads = torch.get_num_threads()
@@ -73,7 +73,7 @@ def test_one_training_lands_where_the_chapter_looks(tiny, tmp_path, capsys):
             "3", "--device", "cpu", "--cache-dir", str(tmp_path)]
     assert trainings.main(argv) == 0
     assert "sinkhorn seed 3: trained" in capsys.readouterr().out
-    data = tm.load_task(TINY)
+    data = tasks.load_task(TINY)
     found = tm.train_models(TINY, *data, [3], "cpu", tiny.n_iter, cache_dir=tmp_path)
     assert found[("sinkhorn", 3)].from_cache and not found[("softmax", 3)].from_cache
     assert trainings.main(argv) == 0 and "loaded from the cache" in capsys.readouterr().out
@@ -85,7 +85,7 @@ def test_a_pure_training_lands_where_chapter_6_looks(tiny, tmp_path, capsys):
     argv = ["--profile", "tiny", "--task", "pairs", "--normalization", "softmax", "--seed",
             "3", "--device", "cpu", "--cache-dir", str(tmp_path), "--variant", "pure-no-ln"]
     assert trainings.main(argv) == 0 and "trained" in capsys.readouterr().out
-    found = oq.train_scratch(TINY, *tm.load_task(TINY), [3], "cpu", tiny.n_iter,
+    found = oq.train_scratch(TINY, *tasks.load_task(TINY), [3], "cpu", tiny.n_iter,
                              cache_dir=tmp_path)
     assert found["pure attention, no LayerNorm"][("softmax", 3)].from_cache
     assert not found["pure attention, LayerNorm"][("softmax", 3)].from_cache

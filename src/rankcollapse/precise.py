@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+import mpmath
 import pandas as pd
 import torch
 
@@ -21,8 +22,6 @@ from .theory import HeadWeights, depth_bound_log
 
 
 def _context(digits: int):
-    import mpmath
-
     mp = mpmath.mp.clone()
     mp.dps = digits
     return mp

@@ -7,6 +7,7 @@ a noisy machine or the allocator's mood moves both sides together.
 
 from __future__ import annotations
 
+import copy
 import statistics
 import time
 from typing import Callable
@@ -15,8 +16,15 @@ import pandas as pd
 import torch
 
 from . import __version__
+from ._sinkhorn_engine import sinkhorn_forward
+from .data import record
+from .models import EncoderConfig, ModelConfig, build_model, init_random_
+from .normalizations import (half_step_count, marginal_errors, sinkhorn, sinkhorn_reference,
+                             softmax)
 from .profiles import get_profile
-from .normalizations import marginal_errors, sinkhorn, sinkhorn_reference, softmax
+from .tasks import load_task, synthetic_data, train_config
+from .training import _batch, epoch_order, optimizer_step
+from .trainings import Training, run
 
 REFERENCE = "log-domain loop (reference)"
 
@@ -135,7 +143,6 @@ def exactness(device: torch.device, shape: tuple[int, ...], n_iter: int = 50,
     early, and the relative difference of the gradient from autograd through `n_iter`
     unrolled iterations (float64 reference) on `grad_matrices` of them, over those whose
     `n_iter`-iteration marginal error is below 1e-6 and over the others."""
-    from ._sinkhorn_engine import sinkhorn_forward
 
     g = torch.Generator().manual_seed(seed)
     x = (torch.randn(*shape, generator=g) * scale).to(device)
@@ -191,8 +198,6 @@ def _training_phases(shape: dict, normalization: str, device: torch.device, n_it
     optimizer step as training does it). `logit_std`: Gaussian weights whose attention
     logits have this standard deviation (`models.init_random_`), as in a trained model, where
     Sinkhorn needs more iterations; None: PyTorch's default initialisation (small logits)."""
-    from .models import EncoderConfig, ModelConfig, build_model, init_random_
-    from .training import optimizer_step
 
     torch.manual_seed(seed)
     encoder = EncoderConfig(d_model=shape["d_model"], n_heads=shape["n_heads"],
@@ -259,10 +264,6 @@ def training_estimate(profile, device: torch.device, steps: int = 5, seed: int =
     trains, on random data of its shapes, and extrapolate to the profile's whole training:
     epochs x steps per epoch (the dataset's training size / batch) x seeds, per task and
     normalization. Training only: the analyses after it are not counted."""
-    from .data import record
-    from .experiments.trained_models import synthetic_data, train_config
-    from .models import build_model
-    from .training import optimizer_step
 
     rows = []
     for role, task in profile.tasks.items():
@@ -293,13 +294,7 @@ def trained_step_table(profile: str, device: torch.device, repeats: int = 10, se
     ones). Median times, the median of the per-round ratios Sinkhorn / softmax, and the share
     of the attention matrices of the first batch whose Sinkhorn iteration converged (stopped
     early, with the implicit backward) rather than running all iterations."""
-    import copy
 
-    from ._sinkhorn_engine import sinkhorn_forward
-    from .experiments.trained_models import load_task
-    from .normalizations import half_step_count
-    from .training import _batch, epoch_order, optimizer_step
-    from .trainings import Training, run
 
     settings, rows = get_profile(profile), []
     for role, task in settings.tasks.items():

@@ -33,6 +33,8 @@ from tqdm import tqdm
 from .devices import DEVICES, resolve_device
 from .normalizations import NORMALIZATIONS
 from .profiles import PROFILES, get_profile
+from .tasks import PURE, SCRATCH, load_task, train_config
+from .training import train
 
 SEED_RANGE = (0, 2**32)  # what torch and numpy generators accept
 
@@ -44,8 +46,7 @@ def models_dir(cache_dir: str | Path | None = None) -> Path:
 
 
 # What a model is trained as: complete (chapter 5), or pure attention with and without the
-# blocks' LayerNorm (chapter 6: the `open_questions.SCRATCH` variant each name stands for).
-PURE = {"pure-ln": "pure attention, LayerNorm", "pure-no-ln": "pure attention, no LayerNorm"}
+# blocks' LayerNorm (chapter 6: the `tasks.SCRATCH` variant each of `tasks.PURE` stands for).
 VARIANTS = ("complete", *PURE)
 
 
@@ -79,10 +80,6 @@ def planned(profile: str, variants=VARIANTS) -> list[Training]:
 def run(training: Training, device: str = "auto", cache_dir: str | Path | None = None,
         quiet: bool = False):
     """Train (or load) one model into the cache; returns its `TrainResult`."""
-    from .experiments.open_questions import SCRATCH
-    from .experiments.trained_models import load_task, train_config
-    from .training import train
-
     settings = get_profile(training.profile)
     task = settings.tasks[training.task]
     train_data, test_data = load_task(task)

@@ -41,15 +41,12 @@ from ..stats import WORDS, compare_groups, compare_table, describe, family_level
     unit_values
 from ..verdicts import LEARNED, Result, comparative, iterations_verdict, results_sentence
 from ..names import display
+from ..tasks import SCRATCH, train_config
 from ..timing import interleaved_times
 from ..training import TrainResult, evaluate, train
 from ..trainings import models_dir
 from . import trained_models as tm
 
-# Trained that way from the first step (B1). LayerNorm on and off; the head's final
-# LayerNorm stays (see `models.Classifier`).
-SCRATCH = {"pure attention, LayerNorm": Switches(skip=False, ffn=False),
-           "pure attention, no LayerNorm": Switches(skip=False, ffn=False, layernorm=False)}
 HALF_STEP = min(ITERATIONS)  # B4: one half-step (a row normalization of exp(logits)) is softmax
 ACCURACY_INPUTS = 500  # test inputs for the accuracies of B1, B3 and B4
 MODES = ("one input", "inputs mixed", "inputs shuffled")  # B2
@@ -66,8 +63,8 @@ def train_scratch(task: Task, train_data: Dataset, test_data: Dataset, seeds, de
                   ) -> dict[str, dict[tuple[str, int], TrainResult]]:
     """Per `SCRATCH` variant, one model per (normalization, seed) trained with those parts
     switched off, cached like chapter 5's models."""
-    return {variant: {(name, seed): train(tm.train_config(task, train_data, name, seed, n_iter,
-                                                          switches), train_data, test_data,
+    return {variant: {(name, seed): train(train_config(task, train_data, name, seed, n_iter,
+                                                       switches), train_data, test_data,
                                           models_dir(cache_dir), device, quiet=True)
                       for name in NORMALIZATIONS for seed in seeds}
             for variant, switches in SCRATCH.items()}
