@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from rankcollapse import plots, sinkhorn, softmax
+from rankcollapse import names, plots, sinkhorn, softmax
 from rankcollapse.experiments import rank_collapse as rc
 from rankcollapse.experiments import sinkhorn_vs_softmax as sv
 from rankcollapse.measures import rounding_floor
@@ -198,7 +198,7 @@ chapter.show(fig, "fig-pure-both", stack_summary)
 # normalization:
 
 # %%
-reach
+names.readable(reach)
 
 # %% [markdown]
 # The two normalizations reach it at most {glue:text}`ch2_max_gap` layers apart at any

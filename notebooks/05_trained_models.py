@@ -46,7 +46,8 @@ settings = chapter.settings
 # %%
 import pandas as pd
 
-from rankcollapse import names, plots, trainings
+from rankcollapse import names, plots, recording, trainings
+from rankcollapse.measures import FLOOR
 from rankcollapse.tasks import load_task
 from rankcollapse.experiments import random_vs_trained as rvt
 from rankcollapse.experiments import trained_models as tm
@@ -68,14 +69,14 @@ tasks = settings.tasks
 # %%
 data = {role: load_task(task) for role, task in tasks.items()}
 TITLES = tm.task_titles(data)
-pd.DataFrame([{"task": tm.ROLES[role], "dataset": train.source, "train / test":
+pd.DataFrame([{"task": names.TASKS[role], "dataset": train.source, "train / test":
                f"{len(train):,} / {len(test):,}", "classes": len(train.classes),
                "model": f"{t.depth} layers, width {t.d_model}, {t.n_heads} heads, "
                         + (f"{t.max_len} tokens" if train.kind == "text"
                            else f"{t.patch}×{t.patch} patches"),
                "training": f"{t.epochs} epochs, batch {t.batch_size}, AdamW lr {t.lr:g}"}
               for (role, (train, test)), t in zip(data.items(), tasks.values())]
-             ).set_index("task").style  # a Styler shows the full source text
+             ).set_index("task").style
 
 # %% [markdown]
 # ```{admonition} Choices of this book
@@ -136,10 +137,13 @@ trainings.run_all(trainings.planned(settings.name, ("complete",)), settings.trai
 results = {role: tm.train_models(task, *data[role], settings.train_seeds, chapter.device,
                                  settings.n_iter) for role, task in tasks.items()}
 accuracy = tm.accuracy_table(results)
-accuracy.rename(columns={"accuracy_std": "accuracy, std over seeds",
-                         "train_minutes": "training time (min)"}).style.format(
-    {"accuracy": "{:.3f}", "accuracy, std over seeds": "{:.3f}", "training time (min)": "{:.1f}"},
-    na_rep="–")
+
+# %%
+shown = accuracy.rename(columns={"accuracy_std": "accuracy, std over seeds",
+                                 "train_minutes": "training time (min)"}).reset_index()
+names.readable(shown.assign(dataset=shown["dataset"].map(names.dataset)), TITLES).style.format(
+    {"accuracy": "{:.3f}", "accuracy, std over seeds": "{:.3f}", "chance": "{:.3f}",
+     "training time (min)": "{:.1f}"}, na_rep="–").hide(axis="index")
 
 # %% tags=["remove-cell"]
 chapter.glue({f"ch5_acc_{role}_{name}": accuracy.loc[(role, slice(None), name), "accuracy"].item()
@@ -212,32 +216,32 @@ models = {role: {key: r.model for key, r in results[role].items()} for role in t
 analysis = tm.analyse(models, {role: data[role][1] for role in tasks}, settings.n_eval,
                       settings.n_paths, seed, settings.n_iter)
 by = ["task", "variant", "normalization", "layer"]
-summary = log_summary(analysis.hidden, by, floor=tm.FLOOR)
-relative = log_summary(analysis.hidden, by, value="relative", floor=tm.FLOOR)
-outputs = log_summary(analysis.attention_output, by, floor=tm.FLOOR)
+summary = log_summary(analysis.hidden, by, floor=FLOOR)
+relative = log_summary(analysis.hidden, by, value="relative", floor=FLOOR)
+outputs = log_summary(analysis.attention_output, by, floor=FLOOR)
 
 # %% tags=["remove-cell"]
-chapter.glue({"ch5_n_eval": settings.n_eval, "ch5_floor": tm.FLOOR, "ch5_margin": 1 + MARGIN,
+chapter.glue({"ch5_n_eval": settings.n_eval, "ch5_floor": FLOOR, "ch5_margin": 1 + MARGIN,
               "ch5_level": 100 * LEVEL})
 
 # %% mystnb={"figure": {"caption": "Text task: relative residual of the hidden states (composite norm, token-mean residual, log scale) against depth in the trained softmax (blue) and Sinkhorn (red) models, for the four inference variants, each panel on its own scale. Lines: geometric mean over test inputs and seeds; bands: one standard deviation of $\\log_{10} r$; dotted, where a panel comes near it: the float64 rounding floor. The dataset (a stand-in in the `ci` profile) is named in the table above.", "name": "fig-trained-residual-text"}}
 chapter.show(plots.variant_panels(summary[summary.task == "text"], tm.VARIANTS, TITLES["text"],
-                                  floor=tm.FLOOR),
+                                  floor=FLOOR),
              "fig-trained-residual-text", summary[summary.task == "text"])
 
 # %% mystnb={"figure": {"caption": "MNIST: relative residual of the hidden states against depth in the trained softmax and Sinkhorn Vision Transformers, four inference variants (as in the text figure).", "name": "fig-trained-residual-mnist"}}
 chapter.show(plots.variant_panels(summary[summary.task == "mnist"], tm.VARIANTS, TITLES["mnist"],
-                                  floor=tm.FLOOR),
+                                  floor=FLOOR),
              "fig-trained-residual-mnist", summary[summary.task == "mnist"])
 
 # %% mystnb={"figure": {"caption": "Cats and Dogs (its stand-in in the `ci` profile): relative residual of the hidden states against depth, softmax and Sinkhorn, four inference variants (as in the text figure).", "name": "fig-trained-residual-cats"}}
 chapter.show(plots.variant_panels(summary[summary.task == "cats_dogs"], tm.VARIANTS,
-                                  TITLES["cats_dogs"], floor=tm.FLOOR),
+                                  TITLES["cats_dogs"], floor=FLOOR),
              "fig-trained-residual-cats", summary[summary.task == "cats_dogs"])
 
 # %% mystnb={"figure": {"caption": "Key-value retrieval (this book's task, where attention must be sharp): relative residual of the hidden states against depth, softmax and Sinkhorn, four inference variants (as in the text figure).", "name": "fig-trained-residual-retrieval"}}
 chapter.show(plots.variant_panels(summary[summary.task == "retrieval"], tm.VARIANTS,
-                                  TITLES["retrieval"], floor=tm.FLOOR),
+                                  TITLES["retrieval"], floor=FLOOR),
              "fig-trained-residual-retrieval", summary[summary.task == "retrieval"])
 
 # %% [markdown]
@@ -245,9 +249,9 @@ chapter.show(plots.variant_panels(summary[summary.task == "retrieval"], tm.VARIA
 # layer 0 (the embeddings) differs between the two models, so {numref}`fig-trained-relative`
 # divides every input's residual by its own value at layer 0.
 
-# %% mystnb={"figure": {"caption": "Residual of the hidden states relative to layer 0 ($r(X_l)/r(X_0)$, per input, log scale) in the complete models (top row) and without skip connections (bottom row, dashed: these fall by many more powers of ten), softmax blue and Sinkhorn red, one column per task, each panel on its own scale. Geometric means over inputs and seeds, one standard deviation bands; dotted, where a panel comes near it: the float64 rounding floor.", "name": "fig-trained-relative"}}
+# %% mystnb={"figure": {"caption": "Residual of the hidden states relative to layer 0 ($r(X_l)/r(X_0)$, per input, log scale) in the complete models (top row) and without skip connections (bottom row, dashed), softmax blue and Sinkhorn red, one column per task, each panel on its own scale. Geometric means over inputs and seeds, one standard deviation bands; dotted, where a panel comes near it: the float64 rounding floor.", "name": "fig-trained-relative"}}
 fig = plots.task_panels(relative, TITLES, "residual relative to layer 0",
-                        {"full model": "-", "without skip": "--"}, floor=tm.FLOOR, rows=True)
+                        {"full model": "-", "without skip": "--"}, floor=FLOOR, rows=True)
 chapter.show(fig, "fig-trained-relative", relative)
 
 # %% [markdown]
@@ -261,9 +265,9 @@ chapter.show(fig, "fig-trained-relative", relative)
 # $\log_{10}$(Sinkhorn / softmax) over the layers and the layer where it is largest.
 
 # %%
-layer_comparisons = tm.layer_comparisons(analysis.hidden)
+layer_comparisons = recording.layer_comparisons(analysis.hidden)
 claim_table = tm.claims_table(layer_comparisons)
-(claim_table.rename(columns=tm.TABLE_HEADERS).style.hide(axis="index")
+(names.readable(claim_table.rename(columns=tm.TABLE_HEADERS), TITLES).style.hide(axis="index")
  .format({"mean log10 ratio": "{:+.3f}", "largest log10 ratio": "{:+.3f}"}))
 
 # %% [markdown]
@@ -304,7 +308,7 @@ chapter.glue_text({f"ch5_paths_{role}_{key}": path_sentences[f"{TITLES[role]}, {
 # %% mystnb={"figure": {"caption": "Rank-1 residual of attention products along random paths (log scale) against path depth, complete trained models, softmax (blue) and Sinkhorn (red), one panel per task. Boxes: quartiles over paths of all seeds; whiskers 1.5 IQR; dotted, where the boxes come near it: the float64 rounding floor.", "name": "fig-trained-paths"}}
 full_paths = paths[paths.setting.str.endswith("full model")]
 fig = plots.boxes_by(full_paths, "setting", "depth", ylabel="rank-1 residual of the product",
-                     figsize=(15, 3.6), floor=tm.FLOOR)
+                     figsize=(15, 3.6), floor=FLOOR)
 chapter.show(fig, "fig-trained-paths", full_paths)
 
 # %% [markdown]

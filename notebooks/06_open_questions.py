@@ -53,6 +53,7 @@ from dataclasses import replace
 import pandas as pd
 
 from rankcollapse import names, plots, trainings
+from rankcollapse.measures import FLOOR
 from rankcollapse.tasks import load_task
 from rankcollapse.experiments import open_questions as oq
 from rankcollapse.experiments import trained_models as tm
@@ -118,10 +119,10 @@ chapter.glue({"ch6_seeds": len(settings.scratch_seeds),
 # %% mystnb={"figure": {"caption": "Relative residual of the hidden states against depth (log scale) in pure self-attention, with the blocks' LayerNorm (left) and without (right): models trained that way (solid) and complete models with the same parts switched off only at inference (dashed), softmax blue and Sinkhorn red. Geometric means over the test inputs of all seeds and one standard deviation of $\\log_{10} r$ (the verdicts compare the seeds' medians instead); dotted, where a panel comes near it: the float64 rounding floor (a layer mostly at the floor is not drawn).", "name": "fig-scratch-residual"}}
 panel = scratch_residuals["task"].map(TITLES) + ", " + scratch_residuals["variant"]
 summary = log_summary(scratch_residuals.assign(task=panel, variant=scratch_residuals["training"]),
-                      ["task", "variant", "normalization", "layer"], floor=tm.FLOOR)
+                      ["task", "variant", "normalization", "layer"], floor=FLOOR)
 fig = plots.task_panels(summary, {p: p for p in dict.fromkeys(panel)}, "relative residual $r(X_l)$",
                         {"from scratch": "-", "switched off at inference": "--"},
-                        floor=tm.FLOOR)
+                        floor=FLOOR)
 chapter.show(fig, "fig-scratch-residual", summary)
 chapter.glue({"ch6_deepest": deepest_drawn(summary)})
 

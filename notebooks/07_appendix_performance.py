@@ -54,6 +54,7 @@ settings = chapter.settings
 import pandas as pd
 import torch
 
+from rankcollapse import names
 from rankcollapse.timing import (EXACTNESS_HEADERS, REFERENCE, TABLE_HEADERS, exactness,
                                 sinkhorn_table, train_step_table,
                                 trained_step_table)
@@ -150,8 +151,9 @@ chapter.glue({"app_step_init": whole["default initialisation"],
 
 # %%
 trained_steps = trained_step_table(settings.name, chapter.device, repeats=10, seed=0)
-trained_steps.drop(columns=["repeats", "device", "threads"]).rename(columns={
+shown = trained_steps.drop(columns=["repeats", "device", "threads"]).rename(columns={
     "softmax_ms": "softmax (ms)", "sinkhorn_ms": "Sinkhorn (ms)", "ratio": "Sinkhorn / softmax",
-    "converged_share": "share stopped early", "logit_std": "logit scale"}).style.format(
+    "converged_share": "share stopped early", "logit_std": "logit scale"})
+names.readable(shown.assign(dataset=shown["dataset"].map(names.dataset)), names.TASKS).style.format(
     {"softmax (ms)": "{:.1f}", "Sinkhorn (ms)": "{:.1f}", "Sinkhorn / softmax": "{:.2f}",
      "share stopped early": "{:.0%}", "logit scale": "{:.2f}"}).hide(axis="index")

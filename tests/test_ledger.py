@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rankcollapse.registry import CLAIMS, FINDINGS, Claim
+from rankcollapse.registry import CLAIMS, FINDINGS, OWN_BOUND, Claim
 from rankcollapse.verdicts import Result, check_result
 from rankcollapse_book.ledger import (FINDINGS as FINDINGS_PAGE, JSON, PAGE, collect, findings,
                                       ledger, readable, save_records, write_ledger)
@@ -249,6 +249,8 @@ def test_the_findings_summary_written_out(tmp_path):
         "On the questions the paper left open, the book's own experiments found:\n\n"
         "- **B4**, how many Sinkhorn iterations inference needs: **fewer iterations "
         "suffice**\n")
+    c3a = next(dict(r, verdict="reproduced") for r in rows if r["id"] == "C3a")
+    assert f"- **reproduced**: C3a ({OWN_BOUND})\n" in findings([c3a], "full")
     records(tmp_path)
     both = ledger(collect(tmp_path, ["02_two", "04_four", "05_five", "06_six"]), "ci", RUNS)
     by = {r["id"]: r for r in both}

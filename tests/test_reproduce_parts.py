@@ -1,21 +1,23 @@
 """The Reproduce page's generated tables: every profile setting and chapter 5's tasks come
 from `rankcollapse.profiles`, the times from the run records."""
 
-from dataclasses import replace
+from dataclasses import fields, replace
 
-from rankcollapse.profiles import PROFILES
+from rankcollapse.profiles import PROFILES, Profile
 from rankcollapse_book.reproduce_page import (LABELS, profiles_table, times_table,
                                               write_reproduce_parts)
 
 
 def test_every_setting_and_every_task_is_in_the_table():
     table = profiles_table()
+    assert set(LABELS) == {f.name for f in fields(Profile)} - {"name", "tasks"}
     for name in LABELS:
         assert f"(`{name}`)" in table
+    assert "| 13 values, 10^-4 to 10^0 |" in table  # a LogGrid, in words
     ci, full = PROFILES["ci"], PROFILES["full"]
     assert f"| {', '.join(map(str, ci.train_seeds))} | {', '.join(map(str, full.train_seeds))} |" in table
     for role, task in ci.tasks.items():
-        assert f"task `{role}`: dataset | `{task.dataset}` | `{full.tasks[role].dataset}` |" in table
+        assert f"(`{role}`): dataset | `{task.dataset}` | `{full.tasks[role].dataset}` |" in table
         assert f"| {task.depth}, {task.d_model}, {task.n_heads}, {task.d_ff} |" in table
 
 

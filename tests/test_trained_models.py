@@ -11,11 +11,11 @@ from types import SimpleNamespace
 
 from rankcollapse.experiments.trained_models import (VARIANTS, Analysis, accuracy_claim,
                                                      accuracy_table, analyse, claims,
-                                                     claims_table, layer_comparisons,
-                                                     layer_sentences, path_comparisons, per_unit,
-                                                     record, switched, train_config,
-                                                     logit_scales, scale_words,
-                                                     trained_attention_claims)
+                                                     claims_table, layer_sentences,
+                                                     path_comparisons, logit_scales, scale_words,
+                                                     trained_attention_claims, convergence_sentence)
+from rankcollapse.recording import layer_comparisons, per_unit, record, switched
+from rankcollapse.tasks import train_config
 from rankcollapse.models import Switches, build_model
 from rankcollapse.profiles import Task, get_profile
 from rankcollapse.training import TrainResult
@@ -194,6 +194,7 @@ def test_per_unit_takes_each_seeds_median():
 def test_accuracy_table_means_over_seeds():
     class Cfg:
         dataset = "toy"
+        model = SimpleNamespace(n_classes=4)
     results = {"text": {(name, seed): TrainResult(None, Cfg(), acc, 60.0, 10, [], True)
                         for (name, seed), acc in [(("softmax", 0), 0.8), (("softmax", 1), 0.6),
                                                   (("sinkhorn", 0), 0.9), (("sinkhorn", 1), 0.7)]}}
@@ -201,6 +202,7 @@ def test_accuracy_table_means_over_seeds():
     assert table.loc[("text", "toy", "softmax"), "accuracy"] == pd.Series([0.8, 0.6]).mean()
     assert table.loc[("text", "toy", "sinkhorn"), "seeds"] == 2
     assert table.loc[("text", "toy", "sinkhorn"), "train_minutes"] == 1.0
+    assert table.loc[("text", "toy", "softmax"), "chance"] == 0.25
 
 
 def test_accuracy_claim_counts_a_match_or_an_improvement():
@@ -230,8 +232,6 @@ def test_logit_scales_are_medians_per_task_normalization_and_layer():
 
 
 def test_convergence_sentence_names_models_below_the_baseline_and_open_plateaus():
-    from rankcollapse.experiments.trained_models import convergence_sentence
-
     table = pd.DataFrame([
         {"task": "A", "normalization": "softmax", "accuracy": 0.8, "linear baseline": 0.9,
          "plateaued": "2 of 5"},

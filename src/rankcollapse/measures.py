@@ -65,6 +65,9 @@ def rounding_floor(dtype: torch.dtype, factor: float = 10.0) -> float:
     return factor * torch.finfo(dtype).eps
 
 
+FLOOR = rounding_floor(torch.float64)  # the floor of every analysis that runs in float64
+
+
 def relative_residual(x: torch.Tensor, norm: str = "composite", kind: str = "mean",
                       mask: torch.Tensor | None = None) -> torch.Tensor:
     """||res(X)|| / ||X|| per matrix, shape `(...)`. Zero matrices give NaN, not a silent 0.

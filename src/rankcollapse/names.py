@@ -9,6 +9,13 @@ import pandas as pd
 
 DISPLAY = {"softmax": "softmax", "sinkhorn": "Sinkhorn"}  # how legends and tables name them
 LINE_LABELS = {"chance": "chance", "baseline": "linear baseline"}  # lines drawn beside curves
+# Datasets as the book names them (the registry's keys are file names).
+DATASETS = {"ag_news": "AG's News", "mnist": "MNIST", "cats_dogs": "Cats and Dogs",
+            "wordnet4": "WordNet noun glosses", "mnist10k": "10,000 MNIST digits",
+            "fashion_mnist": "Fashion-MNIST shirts", "retrieval": "key-value retrieval"}
+# The chapters' tasks by role (a profile's `tasks` keys).
+TASKS = {"text": "text classification", "mnist": "MNIST digits", "cats_dogs": "Cats and Dogs",
+         "retrieval": "key-value retrieval"}
 HEADERS = {"normalization": "normalization", "logit_std": "logit scale σ", "task": "task",
            "trained": "trained with", "n_tokens": "tokens n", "n": "tokens n",
            "depth": "depth", "layer": "layer", "seed": "seed", "variant": "model"}
@@ -17,6 +24,13 @@ HEADERS = {"normalization": "normalization", "logit_std": "logit scale σ", "tas
 def display(value) -> str:
     """A value as a reader sees it: 'Sinkhorn' capitalised, other values as they are."""
     return DISPLAY.get(value, value) if isinstance(value, str) else value
+
+
+def dataset(name: str) -> str:
+    """A dataset's name as the book says it (`DATASETS`); an unknown key is an error."""
+    if name not in DATASETS:
+        raise KeyError(f"no display name for dataset {name!r}; add it to names.DATASETS")
+    return DATASETS[name]
 
 
 def readable(table: pd.DataFrame, titles: dict[str, str] | None = None) -> pd.DataFrame:
@@ -32,4 +46,6 @@ def readable(table: pd.DataFrame, titles: dict[str, str] | None = None) -> pd.Da
             lambda v: tuple(values.get(x, x) if isinstance(x, str) else x for x in v)
             if isinstance(v, tuple) else values.get(v, v) if isinstance(v, str) else v)
         out.index.names = [HEADERS.get(n, n) for n in out.index.names]
-    return out.rename(columns=lambda c: HEADERS.get(c, c) if isinstance(c, str) else c)
+    out.columns.names = [HEADERS.get(n, n) for n in out.columns.names]
+    return out.rename(columns=lambda c: HEADERS.get(c, values.get(c, c)) if isinstance(c, str)
+                      else c)

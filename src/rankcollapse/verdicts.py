@@ -336,3 +336,7 @@ def results_sentence(results: list[Result], unit: str | tuple[str, str] = "seeds
         value = f"ratio {result_words(r, unit)}" if r.units else f"value {result_words(r)}"
         clauses.append(f"{where}: {said[r.found]}{why}, {value}")
     return "; ".join(clauses) + "." if clauses else "no test."
+
+
+# Test accuracy compared (C8, B1): the words of `comparative` for accuracies.
+ACCURACY_WORDS = {**comparative("more accurate", "less accurate"), "parity": "a match"}

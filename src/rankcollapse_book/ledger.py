@@ -18,7 +18,7 @@ import math
 from pathlib import Path
 
 from rankcollapse import registry
-from rankcollapse.experiments.trained_models import ROLES
+from rankcollapse.names import TASKS as ROLES
 from rankcollapse.files import atomic_write_text
 from rankcollapse.profiles import get_profile
 from rankcollapse.stats import (LEVEL, MARGIN, POWER, digits_for, mostly_at_floor,
@@ -311,6 +311,14 @@ def _detectable_range(row: dict) -> str:
         DEPENDING.format(low=readable(low), high=readable(high))
 
 
+def _with_caveat(row: dict) -> str:
+    """'C3a (the bound tested is ...)' where a verdict was reached and the registry states a
+    caveat for it, else the id."""
+    caveat = registry.CLAIMS[row["id"]].caveat
+    tested = row["verdict"] != "not testable here"
+    return f"{row['id']} ({caveat})" if caveat and tested else row["id"]
+
+
 def findings(rows: list[dict], profile: str) -> str:
     """The short findings summary the intro includes: claim ids per verdict, what was not
     reproduced and what could not be decided (with the smallest effect each could have
@@ -321,8 +329,8 @@ def findings(rows: list[dict], profile: str) -> str:
                  and r["verdict"] != "not testable here"]
     by = {v: [r for r in claims if r["verdict"] == v] for v in CLAIM_VERDICTS}
     lines = [FINDINGS_INTRO.format(profile=profile, count=len(claims)), ""]
-    lines += [f"- **{v}**: {', '.join(r['id'] for r in these)}" for v, these in by.items()
-              if these]
+    lines += [f"- **{v}**: {', '.join(_with_caveat(r) for r in these)}"
+              for v, these in by.items() if these]
     said = [FINDINGS_SAID[v] + "; ".join(f"{r['id']} ({r['claim']})" for r in by[v]) + "."
             for v in ("contradicted", "not reproduced") if by[v]]
     if by["undecided"]:

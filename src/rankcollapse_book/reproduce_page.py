@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import fields
 from pathlib import Path
 
+from rankcollapse.names import TASKS
 from rankcollapse.data import record as dataset_record
 from rankcollapse.files import atomic_write_text
-from rankcollapse.profiles import PROFILES, Profile
+from rankcollapse.profiles import PROFILES, LogGrid, PreciseStack, Profile
 
 PROFILES_PART, TIMES_PART = Path("book") / "profiles.md", Path("book") / "times.md"
 LABELS = {  # Profile field -> what it sets (chapter)
@@ -32,6 +33,21 @@ LABELS = {  # Profile field -> what it sets (chapter)
     "scratch_seeds": "training seeds of the pure-attention models (chapter 6)",
     "train_jobs": "trainings run at once, sharing the device (chapters 5, 6)",
     "lipschitz_draws": "random layers per setting, Lipschitz constants (chapter 6)",
+    "collapse_scales": "logit scales of the pure stacks (chapter 1)",
+    "collapse_precise": "high-precision pure stack (chapter 1)",
+    "layernorm_ranks": "affine ranks of the token sets, LayerNorm check (chapter 1)",
+    "layernorm_draws": "token sets per rank, LayerNorm check (chapter 1)",
+    "linearization_eps": "logit sizes of the linearization check (chapter 3)",
+    "layer_scales": "input residual sizes of the one-layer law (chapter 3)",
+    "stack_starts": "starting residuals of the float64 stacks (chapter 3)",
+    "bound_precise": "high-precision stack of the depth bound (chapter 3)",
+    "bound_starts": "starting residuals of the depth bound (chapter 3)",
+    "regime_logit_stds": "logit scales of the regime sweep (chapter 3)",
+    "regime_scales": "weight scales of the regime sweep (chapter 3)",
+    "pool_batch": "matrices per batch of the random-matrix pools (chapter 4)",
+    "control_sizes": "sequence lengths of the random-matrix control (chapter 4)",
+    "control_scales": "logit scales of the random-matrix control (chapter 4)",
+    "rhos": "correlations across layers, correlated control (chapter 4)",
 }
 TASK_ROWS = {  # chapter 5, per task: label -> how to read it from the Task
     "dataset": lambda t: f"`{t.dataset}`",
@@ -46,6 +62,10 @@ TASK_ROWS = {  # chapter 5, per task: label -> how to read it from the Task
 
 def _value(profile: Profile, name: str) -> str:
     value = getattr(profile, name)
+    if isinstance(value, LogGrid):
+        return f"{value.points} values, 10^{value.low:g} to 10^{value.high:g}"
+    if isinstance(value, PreciseStack):
+        return f"{value.depth} layers, n = {value.n_tokens}, {value.digits} digits"
     return ", ".join(map(str, value)) if isinstance(value, tuple) else str(value)
 
 
@@ -60,7 +80,7 @@ def profiles_table(profiles: dict[str, Profile] = PROFILES) -> str:
     roles = list(dict.fromkeys(r for p in profiles.values() for r in p.tasks))
     for role in roles:
         for label, read in TASK_ROWS.items():
-            rows.append(f"| chapter 5, task `{role}`: {label} | "
+            rows.append(f"| chapter 5, {TASKS.get(role, role)} (`{role}`): {label} | "
                         + " | ".join(read(profiles[n].tasks[role]) if role in profiles[n].tasks
                                      else "–" for n in names) + " |")
     return "\n".join(head + rows) + "\n"

@@ -31,7 +31,7 @@ import torch
 
 from ..data import Dataset
 from ..lipschitz import jacobian_norm, jacobian_norm_exact, layer_map
-from ..measures import Paths, path_products, relative_residual, sample_paths
+from ..measures import FLOOR, Paths, path_products, relative_residual, sample_paths
 from ..models import Classifier, Switches, random_stack
 from ..normalizations import NORMALIZATIONS, marginal_errors
 from ..profiles import Profile, Task
@@ -39,13 +39,14 @@ from ..registry import (ACCURACY_MARGIN, ITERATIONS, Claim, run, run_sequence,
                         size_scale_label)
 from ..stats import WORDS, compare_groups, compare_table, describe, family_level, significant, \
     unit_values
-from ..verdicts import LEARNED, Result, comparative, iterations_verdict, results_sentence
+from ..verdicts import (ACCURACY_WORDS, LEARNED, Result, comparative, iterations_verdict,
+                        results_sentence)
 from ..names import display
 from ..tasks import SCRATCH, train_config
 from ..timing import interleaved_times
 from ..training import TrainResult, evaluate, train
 from ..trainings import models_dir
-from . import trained_models as tm
+from .. import recording as rec
 
 HALF_STEP = min(ITERATIONS)  # B4: one half-step (a row normalization of exp(logits)) is softmax
 ACCURACY_INPUTS = 500  # test inputs for the accuracies of B1, B3 and B4
@@ -85,12 +86,12 @@ def scratch_analysis(scratch: dict[str, dict[tuple[str, int], TrainResult]],
             for (name, seed), result in results.items():  # both run with `switches`
                 labels = dict(task=task, variant=variant, training=training,
                               normalization=name, seed=seed)
-                with tm.switched(result.model, switches) as model:
+                with rec.switched(result.model, switches) as model:
                     accuracy.append({**labels, "accuracy": evaluate(
                         model, _first(test, ACCURACY_INPUTS), device)})
-                out, mask = tm.record(copy.deepcopy(result.model).double(), test, n_eval,
+                out, mask = rec.record(copy.deepcopy(result.model).double(), test, n_eval,
                                       switches)
-                residuals.append(tm.hidden_residuals(out, mask).assign(**labels))
+                residuals.append(rec.hidden_residuals(out, mask).assign(**labels))
     return pd.DataFrame(accuracy), pd.concat(residuals, ignore_index=True)
 
 
@@ -107,7 +108,7 @@ def scratch_comparisons(residuals: pd.DataFrame) -> pd.DataFrame:
     over seeds (intervals simultaneous over the layers of each panel)."""
     table = residuals.assign(task=residuals["task"] + " | " + residuals["variant"],
                              variant=residuals["training"])
-    out = tm.layer_comparisons(table)
+    out = rec.layer_comparisons(table)
     key = out["task"].str.split(" | ", regex=False, expand=True)
     return out.assign(task=key[0], setting=key[1]).rename(columns={"variant": "training"})
 
@@ -125,7 +126,7 @@ def training_contrast(residuals: pd.DataFrame) -> pd.DataFrame:
         level = family_level(panel["layer"].nunique())
         for layer, g in panel.groupby("layer"):
             c = compare_groups(g["switched off at inference"].dropna(),
-                               g["from scratch"].dropna(), floor=tm.FLOOR, level=level)
+                               g["from scratch"].dropna(), floor=FLOOR, level=level)
             rows.append({"task": task, "variant": variant, "normalization": name,
                          "layer": layer, "ratio": c.ratio, "low": c.low, "high": c.high,
                          "units": c.units, "verdict": c.found})
@@ -153,7 +154,7 @@ def scratch_claim(accuracy: pd.DataFrame, residuals: pd.DataFrame, contrast: pd.
     trained_pure = residuals[residuals["training"] == "from scratch"]
     tested = []
     for variant, part in SCRATCH_PARTS.items():
-        results = run("B1", part, tm.per_unit(trained_pure[trained_pure["variant"] == variant]),
+        results = run("B1", part, rec.per_unit(trained_pure[trained_pure["variant"] == variant]),
                       profile, titles)
         tested += results
         for task in dict.fromkeys(residuals["task"]):
@@ -228,7 +229,7 @@ def mechanism(models: dict[str, dict[tuple[str, int], Classifier]], tests: dict[
         if tests[task].mask is not None:
             continue
         for (name, train_seed), model in by_model.items():
-            out, _ = tm.record(copy.deepcopy(model).double(), tests[task], n_eval, Switches())
+            out, _ = rec.record(copy.deepcopy(model).double(), tests[task], n_eval, Switches())
             frames.append(mechanism_paths(out.attention.double(), n_paths, seed).assign(
                 task=task, normalization=name, seed=train_seed))
     return pd.concat(frames, ignore_index=True)
@@ -238,13 +239,13 @@ def mechanism_comparisons(paths: pd.DataFrame) -> pd.DataFrame:
     """Description: Sinkhorn / softmax of the path residual per (task, mode, depth), over
     seeds (intervals simultaneous over the depths of each task and mode)."""
     return compare_table(paths, unit="seed", by=["task", "mode", "depth"],
-                         within=["task", "mode"], floor=tm.FLOOR)
+                         within=["task", "mode"], floor=FLOOR)
 
 
 def mechanism_data(paths: pd.DataFrame) -> pd.DataFrame:
     """`mechanism`'s table as the data of B2's (and C6d's) registered contrast: the modes
     as variants, the depths as positions."""
-    return tm.per_unit(paths.rename(columns={"mode": "variant"}), position="depth")
+    return rec.per_unit(paths.rename(columns={"mode": "variant"}), position="depth")
 
 
 def mechanism_claims(paths: pd.DataFrame, titles: dict[str, str], profile: Profile
@@ -311,15 +312,15 @@ def swapped(models: dict[str, dict[tuple[str, int], TrainResult]], tests: dict[s
                     accuracy.append({**labels, "accuracy": evaluate(
                         model, _first(tests[task], ACCURACY_INPUTS), device)})
                 with attention_set(exact, name) as model:
-                    out, mask = tm.record(model, tests[task], n_eval, Switches())
-                residuals.append(tm.hidden_residuals(out, mask).assign(**labels))
+                    out, mask = rec.record(model, tests[task], n_eval, Switches())
+                residuals.append(rec.hidden_residuals(out, mask).assign(**labels))
     return pd.DataFrame(accuracy), pd.concat(residuals, ignore_index=True)
 
 
 def swap_comparisons(residuals: pd.DataFrame) -> pd.DataFrame:
     """Description: per (task, weights, layer), residual with Sinkhorn / with softmax at
     inference, the same weights, over seeds."""
-    return tm.layer_comparisons(residuals.assign(variant="trained with " + residuals["trained"]))
+    return rec.layer_comparisons(residuals.assign(variant="trained with " + residuals["trained"]))
 
 
 SWAP_PARTS = {"softmax": "weights trained with softmax", "sinkhorn": "weights trained with Sinkhorn"}
@@ -330,7 +331,7 @@ def swap_claim(residuals: pd.DataFrame, accuracy: pd.DataFrame, titles: dict[str
     """B3: what Sinkhorn at inference does to the same weights' residual (the registered
     test per task and trained normalization), with the accuracies of the four
     combinations."""
-    data = tm.per_unit(residuals.assign(variant="trained with " + residuals["trained"]))
+    data = rec.per_unit(residuals.assign(variant="trained with " + residuals["trained"]))
     mean = accuracy.groupby(["task", "trained", "normalization"], sort=False)["accuracy"].mean()
     tested, parts = [], []
     for trained, part in SWAP_PARTS.items():
@@ -375,11 +376,11 @@ def iteration_sweep(models: dict[str, dict[tuple[str, int], TrainResult]],
                 with attention_set(result.model, **_iteration_settings(k)) as model:
                     acc = evaluate(model, _first(data, ACCURACY_INPUTS), device)
                 with attention_set(exact, **_iteration_settings(k)) as model:
-                    out, m = tm.record(model, data, n_eval, Switches())
+                    out, m = rec.record(model, data, n_eval, Switches())
                 head_mask = None if m is None else m[None, :, None, :].expand(
                     *out.attention.shape[:4])
                 rows_error = torch.maximum(*marginal_errors(out.attention.double(), head_mask))
-                residual = tm.hidden_residuals(out, m)
+                residual = rec.hidden_residuals(out, m)
                 rows.append({"task": task, "seed": seed, "iterations": k, "accuracy": acc,
                              "inputs": min(ACCURACY_INPUTS, len(data)),
                              "residual": float(residual.loc[residual["layer"] ==
@@ -421,7 +422,7 @@ def iteration_claim(sweep: pd.DataFrame, titles: dict[str, str], profile: Profil
                     f"takes {speed.min():.2f}–{speed.max():.2f} of the time with {full:g} "
                     f"(per task, median over seeds, this run's device). "
                     + " ".join(parts) + f" With {below[0].at:g} iterations against {full:g}: "
-                    + results_sentence(below, "seeds", tm.ACCURACY_WORDS),
+                    + results_sentence(below, "seeds", ACCURACY_WORDS),
                     figure="fig-iterations")
 
 
@@ -488,7 +489,7 @@ def trained_lipschitz(models: dict[str, dict[tuple[str, int], Classifier]],
     for task, by_model in models.items():
         for (name, seed), model in by_model.items():
             exact = copy.deepcopy(model).double()
-            out, mask = tm.record(exact, tests[task], n_inputs, Switches())
+            out, mask = rec.record(exact, tests[task], n_inputs, Switches())
             for layer in layers:
                 block = exact.encoder.blocks[layer - 1]
                 with torch.no_grad():
@@ -544,7 +545,7 @@ def lipschitz_claim(random: pd.DataFrame, trained: pd.DataFrame, sensitive: pd.D
     rand = run("C10", "random layers", wide.assign(task=[
         size_scale_label(n, s) for n, s in zip(wide["n"], wide["logit_std"])]).rename(
             columns={"draw": "unit"}), profile)
-    layers = run("C10", "trained layers", tm.per_unit(trained.assign(variant="full model"),
+    layers = run("C10", "trained layers", rec.per_unit(trained.assign(variant="full model"),
                                                        "lipschitz"), profile, titles)
     sens = compare_table(sensitive, unit="seed", by=["task"], value="sensitivity")
     parts = ["Random layers: " + results_sentence(rand, "draws", words),

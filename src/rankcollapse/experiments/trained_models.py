@@ -9,8 +9,7 @@ matrices along random paths through the layers.
 from __future__ import annotations
 
 import copy
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -19,18 +18,19 @@ import torch
 from ..data import Dataset
 from ..data import record as dataset_record
 from ..masks import pair_mask
-from ..measures import layer_table, relative_residual, rounding_floor, row_entropy
+from ..measures import FLOOR, layer_table, row_entropy
 from ..models import Classifier, EncoderOutput, Switches
 from ..normalizations import NORMALIZATIONS, marginal_errors, sinkhorn
 from ..profiles import Profile, Task
 from ..registry import ACCURACY_MARGIN, ENTROPY_MARGIN, Claim, run
-from ..stats import WORDS, compare_table, describe, mostly_at_floor, unit_values
-from ..verdicts import (LEARNED, SHARE, TOLERANCE, Result, comparative, marginal_check,
-                        results_sentence)
+from ..stats import WORDS, compare_table, describe, mostly_at_floor
+from ..verdicts import (ACCURACY_WORDS, LEARNED, SHARE, TOLERANCE, Result, comparative,
+                        marginal_check, results_sentence)
 from ..baselines import linear_baseline
-from ..names import display
+from ..names import TASKS, dataset, display
 from ..training import TrainResult, plateaued, train
 from ..tasks import train_config
+from ..recording import hidden_residuals, output_residuals, per_unit, record
 from ..trainings import models_dir
 from .random_matrix_control import path_residuals
 
@@ -41,14 +41,12 @@ VARIANTS = {"full model": Switches(),
             "pure attention (no FFN, no skip)": Switches(skip=False, ffn=False)}
 
 
-ROLES = {"text": "text classification", "mnist": "MNIST digits", "cats_dogs": "Cats and Dogs",
-         "retrieval": "key-value retrieval"}
 OURS = {"retrieval"}  # the tasks of this book's choosing, not the paper's
 
 
 def task_titles(data: dict[str, tuple[Dataset, Dataset]]) -> dict[str, str]:
-    """A title per task role (`ROLES`), naming the stand-in dataset where one is used."""
-    return {role: ROLES[role] + (f" (stand-in: {train.name})"
+    """A title per task role (`names.TASKS`), naming the stand-in dataset where one is used."""
+    return {role: TASKS[role] + (f" (stand-in: {dataset(train.name)})"
                                  if dataset_record(train.name).stands_in_for else
                                  " (this book's task)" if role in OURS else "")
             for role, (train, _) in data.items()}
@@ -61,55 +59,6 @@ def train_models(task: Task, train_data: Dataset, test_data: Dataset, seeds, dev
     return {(name, seed): train(train_config(task, train_data, name, seed, n_iter),
                                 train_data, test_data, models_dir(cache_dir), device, quiet=True)
             for name in NORMALIZATIONS for seed in seeds}
-
-
-@contextmanager
-def switched(model: Classifier, switches: Switches):
-    """Run `model` with other switches inside the block; restore them afterwards."""
-    saved = replace(model.switches)
-    for key, value in vars(switches).items():
-        setattr(model.switches, key, value)
-    try:
-        yield model
-    finally:
-        for key, value in vars(saved).items():
-            setattr(model.switches, key, value)
-
-
-@torch.no_grad()
-def record(model: Classifier, data: Dataset, n: int, switches: Switches,
-           batch_size: int = 64) -> tuple[EncoderOutput, torch.Tensor | None]:
-    """Hidden states, attention sub-layer outputs, attention and logits of the first `n` test
-    inputs under `switches`, on CPU, in the model's dtype (images are cast to it)."""
-    parts, first = [], next(model.parameters())
-    with switched(model.eval(), switches):
-        for start in range(0, min(n, len(data)), batch_size):
-            stop = min(start + batch_size, n, len(data))
-            mask = None if data.mask is None else data.mask[start:stop].to(first.device)
-            x = data.x[start:stop].to(first.device)
-            _, out = model(x.to(first.dtype) if x.is_floating_point() else x, mask, record=True)
-            parts.append(EncoderOutput(*(getattr(out, k).cpu() for k in _RECORDED)))
-    joined = [torch.cat([getattr(p, k) for p in parts], 0 if k == "x" else 1) for k in _RECORDED]
-    return EncoderOutput(*joined), None if data.mask is None else data.mask[: min(n, len(data))]
-
-
-_RECORDED = ("x", "hidden", "attn_out", "attention", "logits")
-
-
-def hidden_residuals(out: EncoderOutput, mask: torch.Tensor | None) -> pd.DataFrame:
-    """Relative residual (composite norm, token-mean residual, real tokens only) of every
-    hidden state (block output), and the same relative to the input's at layer 0: one row
-    per (layer, sample); layer 0 = the embeddings."""
-    res = relative_residual(out.hidden.double(), "composite", "mean", mask)
-    return layer_table(res.numpy()).assign(relative=(res / res[0]).numpy().ravel())
-
-
-def output_residuals(out: EncoderOutput, mask: torch.Tensor | None) -> pd.DataFrame:
-    """Relative residual of the attention sub-layer's own output at each layer 1..L (before
-    the skip connection adds the block's input): one row per (layer, sample)."""
-    res = relative_residual(out.attn_out.double(), "composite", "mean", mask).numpy()
-    table = layer_table(res)
-    return table.assign(layer=table["layer"] + 1)
 
 
 def attention_statistics(out: EncoderOutput, mask: torch.Tensor | None, n_iter: int,
@@ -147,14 +96,16 @@ def attention_paths(out: EncoderOutput, mask: torch.Tensor | None, n_paths: int,
 
 
 def accuracy_table(results: dict[str, dict[tuple[str, int], TrainResult]]) -> pd.DataFrame:
-    """Test accuracy (mean, standard deviation over seeds) and training time per task and
-    normalization; `results` maps task role -> `train_models` output."""
+    """Test accuracy (mean, standard deviation over seeds), chance (1 / classes) and training
+    time per task and normalization; `results` maps task role -> `train_models` output."""
     rows = [{"task": role, "dataset": r.config.dataset, "normalization": name, "seed": seed,
-             "accuracy": r.test_accuracy, "train_minutes": r.train_seconds / 60}
+             "accuracy": r.test_accuracy, "chance": 1 / r.config.model.n_classes,
+             "train_minutes": r.train_seconds / 60}
             for role, by_model in results.items() for (name, seed), r in by_model.items()]
     table = pd.DataFrame(rows).groupby(["task", "dataset", "normalization"], sort=False)
     return table.agg(accuracy=("accuracy", "mean"), accuracy_std=("accuracy", "std"),
-                     seeds=("seed", "count"), train_minutes=("train_minutes", "mean"))
+                     chance=("chance", "first"), seeds=("seed", "count"),
+                     train_minutes=("train_minutes", "mean"))
 
 
 PLATEAU = {"window": 2, "fraction": 0.05}  # `training.plateaued`: the criterion the book states
@@ -244,7 +195,6 @@ def scale_words(attention: pd.DataFrame, titles: dict[str, str]) -> str:
         for task, per_task in _layer_scales(attention).groupby(level="task", sort=False))
 
 
-ACCURACY_WORDS = {**comparative("more accurate", "less accurate"), "parity": "a match"}
 
 
 def accuracy_data(results: dict[str, dict[tuple[str, int], TrainResult]]) -> pd.DataFrame:
@@ -287,21 +237,9 @@ def chance_sentence(results: dict[str, dict[tuple[str, int], TrainResult]],
             f"{margin:g} of chance, and its attention is that of a classifier that barely works.")
 
 
-FLOOR = rounding_floor(torch.float64)  # the analysis runs in float64
 # The figures of the hidden-state residuals, one per task (the chapter's names).
 RESIDUAL_FIGURES = ("fig-trained-residual-text, fig-trained-residual-mnist, fig-trained-residual-cats, "
                     "fig-trained-residual-retrieval")
-
-
-def layer_comparisons(table: pd.DataFrame, value: str = "residual", unit: str = "seed"
-                      ) -> pd.DataFrame:
-    """Sinkhorn / softmax of `value` per task, inference variant and layer (1..L), compared
-    over the training seeds (`stats.compare_table`, description): each seed's value is the
-    median over the test inputs, the same inputs for both models; values at the float64
-    rounding floor are censored; the intervals hold together over the layers of each
-    (task, variant), one panel of the chapter's figures."""
-    return compare_table(table[table["layer"] > 0], unit=unit, by=["task", "variant", "layer"],
-                         within=["task", "variant"], value=value, floor=FLOOR)
 
 
 def claims_table(comparisons: pd.DataFrame) -> pd.DataFrame:
@@ -350,17 +288,6 @@ def path_comparisons(paths: pd.DataFrame, unit: str = "seed") -> pd.DataFrame:
 def path_sentences(comparisons: pd.DataFrame) -> dict[str, str]:
     """Per setting, `stats.describe` of `path_comparisons` over depths."""
     return {s: describe(g, "depth") for s, g in comparisons.groupby("setting", sort=False)}
-
-
-def per_unit(table: pd.DataFrame, value: str = "residual", position: str | None = "layer",
-             by=("task", "variant")) -> pd.DataFrame:
-    """A long table of chapter 5 as the data of a registered paired test (`registry.run`):
-    per (task, variant, position >= 1, training seed) the median of `value` over the test
-    inputs or paths, softmax and Sinkhorn side by side."""
-    keys = [*by] + ([position] if position else [])
-    rows = table[table[position] > 0] if position else table
-    wide = unit_values(rows, "seed", keys, value)
-    return wide.rename(columns={"seed": "unit", **({position: "position"} if position else {})})
 
 
 def claims(analysis: "Analysis", titles: dict[str, str], profile: Profile) -> list[Claim]:
