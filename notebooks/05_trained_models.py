@@ -182,7 +182,7 @@ chapter.glue_text({"ch5_chance": tm.chance_sentence(results, TITLES),
 convergence = tm.convergence_table(results, data, TITLES)
 convergence.assign(normalization=convergence["normalization"].map(names.display)).style.format(
     {"accuracy": "{:.3f}", "lowest": "{:.3f}", "chance": "{:.3f}", "linear baseline": "{:.3f}",
-     "last-epochs gain": "{:+.1%}"}).hide(axis="index")
+     "last-epochs gain": "{:+.1%}"}, na_rep="–").hide(axis="index")
 
 # %% tags=["remove-cell"]
 curves = tm.curve_table(results).merge(
