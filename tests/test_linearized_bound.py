@@ -120,8 +120,8 @@ def test_fit_windows_select_the_documented_sizes():
 def test_gap_and_bound_sentences_follow_the_numbers():
     s = np.array([1e-3, 3e-3, 1e-2, 1e-1])
     falling = pd.Series(0.5 * s, index=s)
-    assert lb.gap_sentence(falling).startswith("The relative gap falls as $s$ decreases: it "
-                                               "goes like $s$ to the power 1.00 for $s \\le 0.01$")
+    assert lb.gap_sentence(falling).startswith("The relative gap falls as *s* decreases: it "
+                                               "goes like *s* to the power 1.00 for *s* ≤ 0.01")
     assert lb.gap_sentence(falling).endswith("agree at first order.")
     assert "does not fall" in lb.gap_sentence(pd.Series(0.5 / s, index=s))
     stacks = pd.DataFrame({"layer": [0, 1, 2, 1, 2], "start": 0.1,

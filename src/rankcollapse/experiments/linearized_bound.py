@@ -186,8 +186,8 @@ def gap_sentence(gap: pd.Series, max_scale: float = CUBIC_WINDOW) -> str:
     normalizations agree at first order), with the slope and the gap at the smallest s."""
     slope = gap_slope(gap, max_scale)
     falls = bool(slope > 0)
-    return (f"The relative gap {'falls' if falls else 'does not fall'} as $s$ decreases: it "
-            f"goes like $s$ to the power {slope:.2f} for $s \\le {max_scale:g}$, and is "
+    return (f"The relative gap {'falls' if falls else 'does not fall'} as *s* decreases: it "
+            f"goes like *s* to the power {slope:.2f} for *s* ≤ {max_scale:g}, and is "
             f"{gap.iloc[0]:.1e} at the smallest input, so the two normalizations "
             + ("agree at first order." if falls else "do not agree at first order here."))
 
