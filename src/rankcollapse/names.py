@@ -37,15 +37,17 @@ def readable(table: pd.DataFrame, titles: dict[str, str] | None = None) -> pd.Da
     """`table` with the reader's headers, normalizations by their display names and, where
     `titles` is given, tasks by their titles (columns and index levels alike)."""
     values = {**DISPLAY, **(titles or {})}
+
+    def word(v):
+        return values.get(v, v) if isinstance(v, str) else v
+
     out = table.copy()
     for column in out.columns:
         if not pd.api.types.is_numeric_dtype(out[column]):
-            out[column] = out[column].map(lambda v: values.get(v, v) if isinstance(v, str) else v)
+            out[column] = out[column].map(word)
     if not isinstance(out.index, pd.RangeIndex):
-        out.index = out.index.map(
-            lambda v: tuple(values.get(x, x) if isinstance(x, str) else x for x in v)
-            if isinstance(v, tuple) else values.get(v, v) if isinstance(v, str) else v)
+        out.index = out.index.map(lambda v: tuple(map(word, v)) if isinstance(v, tuple)
+                                  else word(v))
         out.index.names = [HEADERS.get(n, n) for n in out.index.names]
     out.columns.names = [HEADERS.get(n, n) for n in out.columns.names]
-    return out.rename(columns=lambda c: HEADERS.get(c, values.get(c, c)) if isinstance(c, str)
-                      else c)
+    return out.rename(columns=lambda c: HEADERS.get(c, word(c)) if isinstance(c, str) else c)

@@ -468,8 +468,6 @@ def trained_attention_figure(stats: pd.DataFrame, titles: dict[str, str]):
     return fig  # the error panel's markers (circles median, triangles largest): the caption
 
 
-
-
 def learning_curves(curves: pd.DataFrame, titles: dict[str, str]):
     """Per task (columns): the held-out loss (top, log scale) and accuracy (bottom) after
     every epoch, one thin line per training seed, softmax blue and Sinkhorn red; `curves`
