@@ -165,3 +165,12 @@ def test_logit_init_sets_the_starting_logit_scale(scale):
 def test_logit_init_must_be_a_positive_scale(bad):
     with pytest.raises(ValueError, match="logit_init"):
         EncoderConfig(logit_init=bad)
+
+
+@pytest.mark.parametrize("normalization", ["softmax", "sinkhorn"])
+def test_self_attention_refuses_a_sample_with_no_token_by_default(normalization):
+    """The default check_finite=False skips the logits check, never the mask check."""
+    layer = SelfAttention(8, 2, normalization, n_iter=10)
+    mask = torch.tensor([[True, True, False, False], [False] * 4])
+    with pytest.raises(ValueError, match="no real token"):
+        layer(torch.randn(2, 4, 8), mask=mask)

@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import torch
 from hypothesis import given
@@ -348,3 +349,42 @@ def test_kernels_iterated_padded_give_the_scalings_and_stops_of_the_kernel_alone
     torch.testing.assert_close(up[:, :n], u, rtol=1e-6, atol=0)
     torch.testing.assert_close(vp[:, :n], v, rtol=1e-6, atol=0)
     assert (up[:, n:] == 1).all() and (vp[:, n:] == 1).all()
+
+
+# ----------------------------------------------------------------------------- empty samples
+
+
+@pytest.mark.parametrize("early_stop", [True, False])
+def test_a_sample_with_no_token_gives_zero_and_a_zero_gradient_on_both_backward_paths(early_stop):
+    """Unchecked, a sample whose mask has no real token gives a zero matrix and zero gradient;
+    the early-stop (implicit) backward once divided 0/0 by the number of real tokens."""
+    x = logits(2, 5, 1.0, 3).requires_grad_()
+    mask = torch.tensor([[True, True, True, False, False], [False] * 5])
+    p = sinkhorn(x, 30, mask, check_finite=False, early_stop=early_stop)
+    assert torch.equal(p[1], torch.zeros_like(p[1]))
+    (p * logits(2, 5, 1.0, 4)).sum().backward()
+    assert torch.isfinite(x.grad).all() and torch.equal(x.grad[1], torch.zeros_like(x.grad[1]))
+
+
+def test_both_backward_paths_agree_with_an_empty_sample_in_the_batch():
+    mask = torch.tensor([[True, True, True, True, False], [False] * 5])
+    grads = []
+    for early_stop in (True, False):
+        x = logits(2, 5, 0.5, 5).requires_grad_()
+        (sinkhorn(x, 200, mask, check_finite=False, early_stop=early_stop)
+         * logits(2, 5, 1.0, 6)).sum().backward()
+        grads.append(x.grad)
+    torch.testing.assert_close(grads[0], grads[1], rtol=1e-6, atol=1e-8)
+
+
+def test_softmax_of_a_sample_with_no_token_is_zero_not_nan():
+    mask = torch.tensor([[True, False, False], [False, False, False]])
+    p = softmax(logits(2, 3, 1.0, 7), mask, check_finite=False)
+    assert torch.equal(p[1], torch.zeros_like(p[1])) and torch.allclose(p[0, :, 0], torch.ones_like(p[0, :, 0]))
+
+
+@pytest.mark.parametrize("value", [np.int64(5), np.int32(5)])
+def test_numpy_integers_are_accepted_as_n_iter(value):
+    a = logits(1, 4, 1.0, 8)
+    torch.testing.assert_close(sinkhorn(a, value), sinkhorn(a, 5))
+    torch.testing.assert_close(sinkhorn(a, half_steps=value), sinkhorn(a, half_steps=5))

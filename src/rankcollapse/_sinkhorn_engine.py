@@ -300,7 +300,8 @@ def implicit_backward(p: torch.Tensor, grad_p: torch.Tensor, mask: torch.Tensor 
     """Gradient with respect to the logits at the Sinkhorn fixed point P `(B, n, n)` (see the
     module docstring). With a mask, P's padded rows and columns are zero; the system's
     `11^T / n` becomes `m m^T / n_real` and its padded block the identity, so the padded
-    part of beta is zero and the real part solves the real block's system."""
+    part of beta is zero and the real part solves the real block's system. A sample with no
+    real token has P = 0 and gets a zero gradient, as from the unrolled iterations."""
     n = p.shape[-1]
     if mask is None:
         ones = torch.ones(1, n, 1, dtype=p.dtype, device=p.device)
@@ -308,8 +309,8 @@ def implicit_backward(p: torch.Tensor, grad_p: torch.Tensor, mask: torch.Tensor 
     else:
         grad_p = grad_p * pair_mask(mask)
         real = mask.to(p.dtype).unsqueeze(-1)  # (B, n, 1)
-        shift = torch.eye(n, dtype=p.dtype, device=p.device) + \
-            real @ real.transpose(-1, -2) / real.sum(-2, keepdim=True)
+        count = real.sum(-2, keepdim=True).clamp_min(1.0)  # a sample with no token: P = 0
+        shift = torch.eye(n, dtype=p.dtype, device=p.device) + real @ real.transpose(-1, -2) / count
     pg = p * grad_p
     r, c = pg.sum(-1, keepdim=True), pg.sum(-2).unsqueeze(-1)  # (B, n, 1)
     pt = p.transpose(-1, -2)

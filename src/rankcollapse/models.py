@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 import torch
 from torch import nn
 
+from .masks import check_mask
 from .normalizations import NORMALIZATIONS, half_step_count, normalize
 
 
@@ -34,6 +35,8 @@ class SelfAttention(nn.Module):
 
     x `(batch, n, d_model)` -> `(batch, n, d_model)`. Logits are `Q K^T / sqrt(d_head)`.
     With `return_info=True` the call also returns an `AttentionInfo`; otherwise nothing is kept.
+    A key-padding mask `(batch, n)` is always checked (one host sync): a sample with no real
+    token is refused with a ValueError. `check_finite` adds the check of the logits.
     """
 
     def __init__(self, d_model: int, n_heads: int, normalization: str = "softmax",
@@ -55,7 +58,10 @@ class SelfAttention(nn.Module):
         b, n, d = x.shape
         q, k, v = self.qkv(x).view(b, n, 3, self.n_heads, self.d_head).permute(2, 0, 3, 1, 4)
         logits = q @ k.transpose(-1, -2) / math.sqrt(self.d_head)
-        head_mask = None if mask is None else mask[:, None, :]
+        head_mask = None
+        if mask is not None:  # always checked: a sample with no token has no attention at all
+            check_mask(mask, torch.Size([b]), n)
+            head_mask = mask[:, None, :]
         attn = normalize(logits, self.normalization, self.n_iter, head_mask, self.check_finite)
         y = self.out((attn @ v).transpose(1, 2).reshape(b, n, d))
         if return_info:

@@ -20,6 +20,8 @@ half-step is the familiar softmax; ending on a column step is then what "full it
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 
 from ._sinkhorn_engine import SinkhornFunction
@@ -50,12 +52,16 @@ def softmax(logits: torch.Tensor, mask: torch.Tensor | None = None, *,
 
     logits `(..., n, n)`; mask `(..., n)` (True = real token): masked keys get zero weight.
     Rows of padded queries are uniform over the real keys (their logits are ignored).
+    A sample with no real token (refused unless `check_finite=False`) gives a zero matrix.
     """
     _check_logits(logits, mask, check_finite)
     x = logits.to(_compute_dtype(logits))
-    if mask is not None:  # padded queries: zeros first, so that inf/-inf there cannot give NaN
-        x = x.masked_fill(~mask.unsqueeze(-1), 0.0).masked_fill(~mask.unsqueeze(-2), float("-inf"))
-    return torch.softmax(x, dim=-1).to(logits.dtype)
+    if mask is None:
+        return torch.softmax(x, dim=-1).to(logits.dtype)
+    # padded queries: zeros first, so that inf/-inf there cannot give NaN
+    x = x.masked_fill(~mask.unsqueeze(-1), 0.0).masked_fill(~mask.unsqueeze(-2), float("-inf"))
+    empty = ~mask.any(-1)[..., None, None]  # no real key at all: the rows would be 0/0
+    return torch.softmax(x, dim=-1).masked_fill(empty, 0.0).to(logits.dtype)
 
 
 def sinkhorn(logits: torch.Tensor, n_iter: int = 50, mask: torch.Tensor | None = None, *,
@@ -72,7 +78,8 @@ def sinkhorn(logits: torch.Tensor, n_iter: int = 50, mask: torch.Tensor | None =
     mask `(..., n)`, True = real token: only the real sub-block is balanced; padded rows and
     columns of the output are zero.
     check_finite: raise ValueError on NaN/inf logits and on a mask without any real token in a
-    sample (each costs a host sync; turn off in hot loops).
+    sample (each costs a host sync; turn off in hot loops). Unchecked, a sample with no real
+    token gives a zero matrix and a zero gradient, with or without `early_stop`.
     early_stop: a matrix whose marginal error has reached its dtype's rounding level stops
     iterating (its result then differs from running every iteration by rounding noise; the
     benchmark reports the largest difference) and gets the implicit gradient of the fixed
@@ -120,10 +127,11 @@ def half_step_count(n_iter, half_steps=None) -> int:
     a positive integer, at most `MAX_HALF_STEPS` half-steps. TypeError or ValueError
     naming the argument otherwise."""
     name, value = ("half_steps", half_steps) if half_steps is not None else ("n_iter", n_iter)
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):  # np.int64 is one
         raise TypeError(f"{name} must be a positive integer (a count of "
                         f"{'half-steps' if name == 'half_steps' else 'full iterations'}); "
                         f"got {value!r} ({type(value).__name__})")
+    value = int(value)
     steps = value if name == "half_steps" else 2 * value
     if not 1 <= steps <= MAX_HALF_STEPS:
         limit = MAX_HALF_STEPS if name == "half_steps" else MAX_HALF_STEPS // 2
