@@ -72,10 +72,19 @@ def test_module_sources_follow_imports_transitively(tmp_path):
                      "sub/deep.py"}  # `if not TYPE_CHECKING:` does run
 
 
+def test_module_sources_take_the_c_source_beside_an_imported_module(tmp_path):
+    package = write_package(tmp_path, {"train": "from .engine import run\n",
+                                       "engine": "run = 1\n", "data": "x = 1\n"})
+    (package / "engine.c").write_text("int run;\n")
+    (package / "data.c").write_text("int x;\n")  # beside a module nothing imports
+    found = {p.relative_to(package).as_posix() for p in module_sources("pkg.train", package)}
+    assert found == {"train.py", "engine.py", "engine.c"}
+
+
 def test_the_training_key_covers_what_training_imports_and_nothing_else():
     sources = {p.name for p in module_sources("rankcollapse.training")}
     assert {"training.py", "models.py", "normalizations.py", "_sinkhorn_engine.py",
-            "masks.py"} <= sources
+            "_sinkhorn_native.py", "_sinkhorn_native.c", "masks.py"} <= sources
     assert not sources & {"data.py", "profiles.py", "plots.py", "stats.py"}
     assert all(p.is_relative_to(files.PACKAGE_ROOT) for p in module_sources("rankcollapse.training"))
 

@@ -346,8 +346,8 @@ def test_kernels_iterated_padded_give_the_scalings_and_stops_of_the_kernel_alone
     u, v, done = _scale(k, 101, tol)
     up, vp, done_padded = _scale(padded, 101, tol)
     assert torch.equal(done, done_padded) and done.any() and not done.all()
-    torch.testing.assert_close(up[:, :n], u, rtol=1e-6, atol=0)
-    torch.testing.assert_close(vp[:, :n], v, rtol=1e-6, atol=0)
+    torch.testing.assert_close(up[:, :n], u, rtol=1e-5, atol=0)  # a few roundings apart
+    torch.testing.assert_close(vp[:, :n], v, rtol=1e-5, atol=0)
     assert (up[:, n:] == 1).all() and (vp[:, n:] == 1).all()
 
 

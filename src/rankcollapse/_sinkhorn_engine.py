@@ -2,18 +2,22 @@
 
 What it computes is defined by `normalizations.sinkhorn_reference`, the plain log-domain
 loop; the tests hold the two together (forward within 1e-6 in float32, gradients within 1e-4).
+In float32 on the CPU the loops below run in C (`_sinkhorn_native`, compiled on first use),
+matrix by matrix; this module's torch code is their reference and runs everywhere else
+(float64, CUDA, or where no C compiler works).
 
 Forward. The first row and column half-steps are a softmax over rows and a division by the
 column sums (`_kernel`); afterwards every row and every column of `K` holds an entry of at
 least `1/n**2` and no entry exceeds 1, so the remaining half-steps run in the scaling domain, `u = 1 / (K v)`,
 `v = 1 / (K^T u)`: one batched matrix-vector product per half-step instead of an `exp` over
-the whole matrix. Every few iterations (`CHECK_EVERY`) each matrix's row error is checked; a
-matrix whose error has fallen to the rounding level of its dtype (`tolerance`) is *converged*:
-further iterations would only move rounding noise, so it stops there and the others go on
-alone. A matrix that does not converge runs exactly the requested number of half-steps. When
-the logits span more than the scaling domain can hold (about 40 in float32: K would
-underflow), the block continues in the log domain instead: slower, but the same matrix as the
-log-domain loop for logits up to 1e4. Without gradients nothing per step is kept.
+the whole matrix. Every few iterations (`CHECK_EVERY`; the C loops: before every row step)
+each matrix's row error is checked; a matrix whose error has fallen to the rounding level of
+its dtype (`tolerance`) is *converged*: further iterations would only move rounding noise, so
+it stops there and the others go on alone. A matrix that does not converge runs exactly the
+requested number of half-steps. When the logits span more than the scaling domain can hold
+(about 40 in float32: K would underflow), the block (the C loops: the matrix) continues in the
+log domain instead: slower, but the same matrix as the log-domain loop for logits up to 1e4.
+Without gradients nothing per step is kept.
 
 Backward. For a converged matrix P the gradient is that of the fixed point (implicit
 differentiation): with G the incoming gradient, `r = (P*G) 1`, `c = (P*G)^T 1` and beta the
@@ -22,12 +26,12 @@ respect to the logits is `P * (G - alpha 1^T - 1 beta^T)`: one small linear solv
 instead of differentiating every half-step. Where the matrix converged this equals the
 gradient through the unrolled iterations up to the remaining marginal error. A matrix that did
 not converge gets the exact gradient of the iterations it ran: they are recomputed from the
-saved logits and differentiated by hand, unless its marginal error after them is at most
-`NEAR` (float32: 1e-5): then the implicit gradient is used for it too, which differs from
-the unrolled one by about that much relative to its size (measured on trained models' logits:
-at most 2e-5 below an error of 1e-5, against 1e-4 allowed by the tests), and a few slow
-matrices no longer make a whole batch take the unrolled path. Saved for backward: the logits
-and P.
+saved logits and differentiated by hand. In the C loops that costs the few such matrices
+alone. In torch it costs the whole block, so there a matrix whose marginal error after its
+iterations is at most `NEAR` (float32: 1e-5) takes the implicit gradient too, which differs
+from the unrolled one by about that much relative to its size divided by the matrix's
+spectral gap (measured: at most 2e-5 on trained models' logits, up to 3e-4 on random logits
+of scale 3 to 4). Saved for backward: the logits and P.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import math
 
 import torch
 
+from . import _sinkhorn_native as native
 from .masks import log_normalize, pair_mask
 
 # Below these log-kernel values the scaling domain would lose entries to underflow (products
@@ -76,8 +81,13 @@ def sinkhorn_forward(logits: torch.Tensor, half_steps: int, mask: torch.Tensor |
                      early_stop: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Sinkhorn on `(..., n, n)`, block by block (see `_blocks`): the matrices and, per
     matrix (flattened batch), whether it converged before the last half-step. Without
-    `early_stop` every matrix runs all half-steps."""
+    `early_stop` every matrix runs all half-steps. The C loops take the whole batch at once
+    (they work matrix by matrix)."""
     n = logits.shape[-1]
+    if half_steps > 2 and native.applies(logits):
+        flat_mask = None if mask is None else mask.reshape(-1, n)
+        p, done = _native_forward(logits.reshape(-1, n, n), half_steps, flat_mask, early_stop)
+        return p.reshape(logits.shape), done
     out = torch.empty_like(logits, memory_format=torch.contiguous_format).reshape(-1, n, n)
     done = torch.empty(out.shape[0], dtype=torch.bool, device=logits.device)
     start = 0
@@ -107,6 +117,24 @@ def _block_forward(x: torch.Tensor, half_steps: int, mask: torch.Tensor | None,
     u, v, converged = _scale(_padded(k), half_steps, tol)
     u, v = u[:, :n], v[:, :n]
     return _without_padding(_plan(k, u, v, half_steps, out)[0], mask), converged
+
+
+def _native_forward(logits: torch.Tensor, half_steps: int, mask: torch.Tensor | None,
+                    early_stop: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Sinkhorn of float32 logits `(B, n, n)` on the CPU by the C loops
+    (`_sinkhorn_native.forward`), each matrix stopping on its own: P and which matrices
+    converged. A matrix whose kernel would underflow takes the log domain alone (and counts
+    as not converged)."""
+    p, converged, _, underflow = native.forward(
+        logits, mask, half_steps, tolerance(logits.dtype, logits.shape[-1]) if early_stop else -1.0,
+        math.exp(_LOG_FLOOR[logits.dtype]))
+    if bool(underflow.any()):
+        index = underflow.nonzero().squeeze(-1)
+        sub = None if mask is None else mask[index]
+        p.index_copy_(0, index, _log_iterations(_first_steps(logits[index], half_steps, sub),
+                                                half_steps, sub))
+        converged[index] = False
+    return _without_padding(p, mask), converged
 
 
 # Batched vector-times-matrix products below this size take a CPU BLAS path about 3-4x
@@ -327,7 +355,25 @@ def implicit_backward(p: torch.Tensor, grad_p: torch.Tensor, mask: torch.Tensor 
 
 def unrolled_backward(logits: torch.Tensor, grad_p: torch.Tensor, half_steps: int,
                       mask: torch.Tensor | None) -> torch.Tensor:
-    """The exact gradient of every half-step, recomputed from the logits, block by block."""
+    """The exact gradient of every half-step, recomputed from the logits `(B, n, n)`: by the
+    C loops in float32 on the CPU (matrices whose kernel would underflow excepted), else
+    block by block."""
+    if half_steps <= 2 or not native.applies(logits):
+        return _unrolled_blocks(logits, grad_p, half_steps, mask)
+    grad, underflow = native.unrolled_backward(logits, grad_p, mask, half_steps,
+                                               math.exp(_LOG_FLOOR[logits.dtype]))
+    if bool(underflow.any()):
+        index = underflow.nonzero().squeeze(-1)
+        sub = None if mask is None else mask[index]
+        grad.index_copy_(0, index, _unrolled_blocks(logits[index], grad_p[index], half_steps, sub))
+    return grad
+
+
+def _unrolled_blocks(logits: torch.Tensor, grad_p: torch.Tensor, half_steps: int,
+                     mask: torch.Tensor | None) -> torch.Tensor:
+    """`unrolled_backward` in torch, block by block: the scaling-domain half-steps by hand,
+    the first two (and the log-domain iterations of kernels that would underflow) by
+    autograd."""
     grads = []
     for m, x, g in _blocks(logits, mask, grad_p):
         with torch.enable_grad():
@@ -367,11 +413,18 @@ class SinkhornFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, logits, half_steps, mask, early_stop):
-        p, converged = sinkhorn_forward(logits, half_steps, mask, early_stop)
-        if early_stop and half_steps > 2 and not bool(converged.all()):
-            n = logits.shape[-1]
-            flat_mask = None if mask is None else mask.reshape(-1, n)
-            converged = converged | nearly_converged(p.reshape(-1, n, n), half_steps, flat_mask)
+        n = logits.shape[-1]
+        flat_mask = None if mask is None else mask.reshape(-1, n)
+        if half_steps > 2 and native.applies(logits):  # the C loops differentiate every
+            p, converged = _native_forward(logits.reshape(-1, n, n), half_steps,  # iteration
+                                           flat_mask, early_stop)  # of the others, cheaply
+            p = p.reshape(logits.shape)
+        else:
+            p, converged = sinkhorn_forward(logits, half_steps, mask, early_stop)
+            if early_stop and half_steps > 2 and not bool(converged.all()):
+                slow = (~converged).nonzero().squeeze(-1)  # usually few: look at those alone
+                sub = None if flat_mask is None else flat_mask[slow]
+                converged[slow] = nearly_converged(p.reshape(-1, n, n)[slow], half_steps, sub)
         ctx.half_steps, ctx.mask, ctx.converged = half_steps, mask, converged
         ctx.save_for_backward(logits, p)
         return p
@@ -381,24 +434,32 @@ class SinkhornFunction(torch.autograd.Function):
     def backward(ctx, grad_out):
         (logits, p), converged = ctx.saved_tensors, ctx.converged
         n = logits.shape[-1]
-        flat = [t.reshape(-1, n, n) for t in (logits, p, grad_out)]
+        logits, p, grad_p = (t.reshape(-1, n, n) for t in (logits, p, grad_out))
         mask = None if ctx.mask is None else ctx.mask.reshape(-1, n)
-        parts = ((converged, _implicit_part), (~converged, _unrolled_part))
-        whole = [fn for chosen, fn in parts if bool(chosen.all())]
-        if whole:  # the usual case: one kind of matrix only, no gathering
-            grad = whole[0](*flat, mask, ctx.half_steps)
-        else:
-            grad = torch.empty_like(flat[0])
-            for chosen, fn in parts:
-                index = chosen.nonzero().squeeze(-1)
-                sub = None if mask is None else mask[index]
-                grad[index] = fn(*(t[index] for t in flat), sub, ctx.half_steps)
-        return grad.reshape(logits.shape), None, None, None
+        if bool(converged.all()):  # the usual case
+            return _implicit_part(p, grad_p, mask).reshape(grad_out.shape), None, None, None
+        slow = (~converged).nonzero().squeeze(-1)
+        sub = None if mask is None else mask[slow]
+        unrolled = unrolled_backward(logits[slow], grad_p[slow], ctx.half_steps, sub)
+        if len(slow) == len(converged):
+            return unrolled.reshape(grad_out.shape), None, None, None
+        grad = _implicit_part(p, grad_p, mask, converged)  # written where converged
+        return grad.index_copy_(0, slow, unrolled).reshape(grad_out.shape), None, None, None
 
 
-def _implicit_part(logits, p, grad_p, mask, half_steps):
-    return implicit_backward(p, grad_p, mask)
-
-
-def _unrolled_part(logits, p, grad_p, mask, half_steps):
-    return unrolled_backward(logits, grad_p, half_steps, mask)
+def _implicit_part(p: torch.Tensor, grad_p: torch.Tensor, mask: torch.Tensor | None,
+                   chosen: torch.Tensor | None = None) -> torch.Tensor:
+    """`implicit_backward` of the `chosen` matrices (all when None; the others are left
+    unwritten), by the C loops where they apply."""
+    if not native.applies(p):
+        if chosen is None:
+            return implicit_backward(p, grad_p, mask)
+        grad, index = torch.empty_like(p), chosen.nonzero().squeeze(-1)
+        sub = None if mask is None else mask[index]
+        return grad.index_copy_(0, index, implicit_backward(p[index], grad_p[index], sub))
+    grad, solved = native.implicit_backward(p, grad_p, mask, chosen)
+    if not bool(solved.all()):  # not positive definite in float32: pivoted LU in torch
+        bad = (~solved).nonzero().squeeze(-1)
+        sub = None if mask is None else mask[bad]
+        grad.index_copy_(0, bad, implicit_backward(p[bad], grad_p[bad], sub))
+    return grad

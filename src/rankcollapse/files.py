@@ -109,7 +109,8 @@ def _imports(path: Path, module: str, package: str, root: Path) -> set[str]:
 
 def module_sources(module: str, root: Path = PACKAGE_ROOT) -> list[Path]:
     """Source files of `module` and of every module of its package it imports, transitively,
-    found from the import statements (not a hand-written list), sorted.
+    found from the import statements (not a hand-written list), sorted; with each module, the
+    C source of the same name beside it (`_sinkhorn_native.c`: what the module compiles).
 
     A package's `__init__.py` counts only when something defined in it is imported.
     """
@@ -122,7 +123,8 @@ def module_sources(module: str, root: Path = PACKAGE_ROOT) -> list[Path]:
             continue
         seen.add(name)
         todo.extend(_imports(path, name, package, root) - seen)
-    return sorted({module_path(name, root) for name in seen})
+    paths = {module_path(name, root) for name in seen}
+    return sorted(paths | {p.with_suffix(".c") for p in paths if p.with_suffix(".c").is_file()})
 
 
 def digest_files(paths, root: Path) -> str:
