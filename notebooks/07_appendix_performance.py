@@ -22,14 +22,17 @@
 #
 # **How it works.** The first row and column normalizations give $K$, in which every row and
 # column holds an entry of at least $1/n^2$; the remaining half-steps run in the scaling
-# domain, $u = 1/(Kv)$, $v = 1/(K^\top u)$, one batched matrix-vector product each instead
-# of an `exp` over the whole matrix. Every few iterations each matrix's row error is checked:
-# once it has fallen to the rounding level of float32 (about $10^{-7}\sqrt n$), further
-# iterations only move rounding noise, so that matrix stops; a matrix that does not get there
-# runs all 50 iterations. The backward pass of a matrix that stopped is the gradient of the
-# fixed point, by implicit differentiation (one small linear solve per matrix); a matrix that
-# did not converge gets the exact gradient of the 50 iterations it ran, recomputed and
-# differentiated step by step. Saved for backward: the logits and the result.
+# domain, $u = 1/(Kv)$, $v = 1/(K^\top u)$, one matrix-vector product each instead of an
+# `exp` over the whole matrix. Each matrix's row error is checked as it goes: once it has
+# fallen to the rounding level of float32 (about $10^{-7}\sqrt n$), further iterations only
+# move rounding noise, so that matrix stops; a matrix that does not get there runs all 50
+# iterations. The backward pass of a matrix that stopped is the gradient of the fixed point,
+# by implicit differentiation (one small linear solve per matrix); a matrix that did not
+# converge gets the exact gradient of the 50 iterations it ran, recomputed and differentiated
+# step by step. Saved for backward: the logits and the result. On a CPU in float32 these
+# loops run in C, compiled with the machine's own compiler the first time they are needed,
+# one matrix at a time, so that every matrix stops on its own; on a GPU (and where no
+# compiler is found) the same arithmetic runs as batched PyTorch operations.
 #
 # ```{admonition} "50 iterations", exactly?
 # :class: note
@@ -56,7 +59,7 @@ import torch
 
 from rankcollapse import names
 from rankcollapse.timing import (EXACTNESS_HEADERS, REFERENCE, TABLE_HEADERS, exactness,
-                                sinkhorn_table, train_step_table,
+                                sinkhorn_table, train_step_table, trained_step_sentence,
                                 trained_step_table)
 
 torch.manual_seed(seed)
@@ -157,3 +160,9 @@ shown = trained_steps.drop(columns=["repeats", "device", "threads"]).rename(colu
 names.readable(shown.assign(dataset=shown["dataset"].map(names.dataset)), names.TASKS).style.format(
     {"softmax (ms)": "{:.1f}", "Sinkhorn (ms)": "{:.1f}", "Sinkhorn / softmax": "{:.2f}",
      "share stopped early": "{:.0%}", "logit scale": "{:.2f}"}).hide(axis="index")
+
+# %% tags=["remove-cell"]
+chapter.glue_text({"app_trained_steps": trained_step_sentence(trained_steps)})
+
+# %% [markdown]
+# {glue:md}`app_trained_steps`

@@ -110,19 +110,21 @@ SHARP_START = 3.0
 
 # 6 layers of width 48 (early and late layers differ), 8 seeds (measured: with them C4a's
 # primary test detects a ratio of 1.4 or less on every task; with 5, 1.67 on Cats and Dogs);
-# epochs and examples as many as the 35-minute budget of the book allows (chapter 5 shows
-# the learning curves and says where they have not levelled off): the text stand-in on its
-# first 4,000 examples, MNIST's and the retrieval task (whose attention must find one token)
-# on all 8,000, the Cats stand-in on its 4,000; the 64 trainings of chapter 5 run two at a
-# time.
+# epochs chosen from measured learning curves so that the held-out loss levels off (chapter
+# 5 states the criterion and checks every seed): the text stand-in on its first 4,000
+# examples for 5 epochs (with 8,000 and 8 epochs it overfits and still stays below the
+# linear baseline, 0.89 against 0.93), MNIST's 8,000 for 10 (6 left the held-out loss
+# falling by a fifth; 10 reach 0.95), the retrieval task (whose attention must find one
+# token) on its 8,000 for 10 (0.99 from epoch 6 on, its loss levelling off after 8), the
+# Cats stand-in on its 4,000 for 5; the 64 trainings of chapter 5 run two at a time.
 _CI_TASKS = {
     "text": Task("wordnet4", depth=6, d_model=48, n_heads=4, d_ff=96, epochs=5,
                  batch_size=128, lr=2e-3, warmup_steps=30, max_len=20, train_limit=4000),
-    "mnist": Task("mnist10k", depth=6, d_model=48, n_heads=4, d_ff=96, epochs=6,
+    "mnist": Task("mnist10k", depth=6, d_model=48, n_heads=4, d_ff=96, epochs=10,
                   batch_size=128, lr=2e-3, warmup_steps=30, patch=7),
     "cats_dogs": Task("fashion_mnist", depth=6, d_model=48, n_heads=4, d_ff=96, epochs=5,
                       batch_size=128, lr=2e-3, warmup_steps=30, patch=7),
-    "retrieval": Task("retrieval", depth=6, d_model=48, n_heads=4, d_ff=96, epochs=6,
+    "retrieval": Task("retrieval", depth=6, d_model=48, n_heads=4, d_ff=96, epochs=10,
                       batch_size=128, lr=2e-3, warmup_steps=30, max_len=17,
                       logit_init=SHARP_START),
 }
