@@ -167,7 +167,7 @@ def flip_bytes(path: Path, at: int = 200) -> None:
 
 
 @pytest.mark.parametrize("kind", ["random bytes", "text", "no keys", "wrong shapes",
-                                  "flipped bytes", "no digest", "code"])
+                                  "flipped bytes", "no digest", "binary digest", "code"])
 def test_a_hostile_or_broken_checkpoint_is_set_aside_and_never_run(tmp_path, kind):
     data, test = toy(96, 0), toy(32, 1)
     run = tmp_path / config().key(data)
@@ -190,6 +190,8 @@ def test_a_hostile_or_broken_checkpoint_is_set_aside_and_never_run(tmp_path, kin
         train(config(), data, test, tmp_path, "cpu", quiet=True, stop_after=5)
         if kind == "flipped bytes":
             flip_bytes(checkpoint)
+        elif kind == "binary digest":  # not text: once a UnicodeDecodeError naming no file
+            (run / "checkpoint.pt.sha256").write_bytes(bytes(range(128, 256)))
         else:
             (run / "checkpoint.pt.sha256").unlink()
     result = train(config(), data, test, tmp_path, "cpu", quiet=True)
@@ -201,7 +203,7 @@ def test_a_hostile_or_broken_checkpoint_is_set_aside_and_never_run(tmp_path, kin
 
 
 @pytest.mark.parametrize("kind", ["flipped model", "truncated record", "record without fields",
-                                  "missing model"])
+                                  "missing model", "binary record digest"])
 def test_a_broken_finished_run_is_set_aside_and_trained_again(tmp_path, kind):
     data, test = toy(96, 0), toy(32, 1)
     first = train(config(), data, test, tmp_path, "cpu", quiet=True)
@@ -212,6 +214,8 @@ def test_a_broken_finished_run_is_set_aside_and_trained_again(tmp_path, kind):
         (run / "result.json").write_text((run / "result.json").read_text()[:40])
     elif kind == "record without fields":
         forge(run / "result.json", b'{"test_accuracy": 1.0}')
+    elif kind == "binary record digest":
+        (run / "result.json.sha256").write_bytes(b"\xff\xfe" * 40)
     else:
         (run / "model.pt").unlink()
     again = train(config(), data, test, tmp_path, "cpu", quiet=True)
