@@ -454,30 +454,47 @@ _VERIFIED: set[tuple[Path, float]] = set()  # (folder, manifest mtime) verified 
 
 
 def verify_extracted(folder: Path) -> bool:
-    """Whether every file recorded in `folder`'s manifest is there with its digest and size
-    (and the manifest itself matches its own digest). A folder is hashed once per process
-    (PetImages: about 0.8 GB) unless its manifest changes."""
+    """Whether `folder` matches its manifest (see `extraction_mismatch`)."""
+    return extraction_mismatch(folder) is None
+
+
+def extraction_mismatch(folder: Path) -> str | None:
+    """None when every file recorded in `folder`'s manifest is there with its digest and size,
+    and the manifest is well formed and matches its own digest; otherwise what differs, naming
+    the file. A folder is hashed once per process (PetImages: about 0.8 GB) unless its
+    manifest changes."""
     manifest = folder / MANIFEST
     stamp = (folder.resolve(), manifest.stat().st_mtime) if manifest.is_file() else None
     if stamp in _VERIFIED:
-        return True
-    if not _verify(folder):
-        return False
-    _VERIFIED.add(stamp)
-    return True
-
-
-def _verify(folder: Path) -> bool:
+        return None
     try:
-        check_verified(folder / MANIFEST)
-    except CorruptFile:
-        return False
-    for line in (folder / MANIFEST).read_text().splitlines():
-        digest, size, name = line.split("  ", 2)
+        check_verified(manifest)
+    except CorruptFile as error:
+        return str(error)
+    try:
+        entries = _manifest(folder)
+    except ValueError as error:  # UnicodeDecodeError included
+        return f"{manifest} is not lines of '<sha256>  <size>  <path>' ({error})"
+    for digest, size, name in entries:
         path = folder / name
-        if not path.is_file() or path.stat().st_size != int(size) or sha256_file(path) != digest:
-            return False
-    return True
+        if not path.is_file():
+            return f"{path} is missing"
+        if path.stat().st_size != size or sha256_file(path) != digest:
+            return f"{path} differs from the file extracted"
+    _VERIFIED.add(stamp)
+    return None
+
+
+def _manifest(folder: Path) -> list[tuple[str, int, str]]:
+    """(sha256, size, path) of every file the manifest of `folder` records; ValueError when
+    it is not UTF-8 lines of `<sha256>  <size>  <path>`. Lines end at "\\n" only (not
+    `splitlines`, which also splits at characters a file name may hold)."""
+    entries = []
+    for line in (folder / MANIFEST).read_bytes().decode("utf-8").split("\n"):
+        if line:
+            digest, size, name = line.split("  ", 2)
+            entries.append((digest, int(size), name))
+    return entries
 
 
 # ----------------------------------------------------------------------------- text
@@ -605,8 +622,9 @@ def _pet_images_dir(root: Path) -> Path:
 
 
 def _extracted(root: Path, folder: Path) -> Path:
-    if folder.is_dir() and not verify_extracted(folder):
-        print(f"warning: {folder} does not match its manifest; extracting it again", flush=True)
+    if folder.is_dir() and (mismatch := extraction_mismatch(folder)):
+        print(f"warning: {folder} does not match its manifest; extracting it again "
+              f"({mismatch})", flush=True)
         shutil.rmtree(folder)
     if not folder.is_dir():
         zip_path = _ensure_file("cats_dogs", CATS_DOGS_ZIP, root)
