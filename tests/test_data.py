@@ -454,6 +454,20 @@ def test_stand_in_files_are_verified_and_documented(tmp_path, monkeypatch):
 # ----------------------------------------------------------------------------- integrity
 
 
+def test_only_the_files_the_manifest_lists_are_loaded(tmp_path, monkeypatch):
+    install(monkeypatch, tmp_path, f"cats_dogs/{data.CATS_DOGS_ZIP}", pet_zip())
+    split = data.cats_dogs_split("Cat/extra.jpg")
+    first = data.load("cats_dogs", split, tmp_path, image_size=16)
+    folder = tmp_path / "cats_dogs" / "extracted"
+    (folder / "PetImages" / "Cat" / "extra.jpg").write_bytes(jpeg(DOG))  # dropped in later
+    for process in ("same", "new"):
+        if process == "new":
+            monkeypatch.setattr(data, "_VERIFIED", set())
+        assert data.verify_extracted(folder)  # the listed files still match
+        again = data.load("cats_dogs", split, tmp_path, image_size=16)
+        assert len(again) == len(first) and torch.equal(again.x, first.x)
+
+
 @pytest.mark.parametrize("manifest", [b"\xff\xfe\x80 not text\n", b"no separators here\n",
                                       b"0123  not-a-size  PetImages/Cat/0.jpg\n"])
 def test_a_malformed_manifest_counts_as_not_matching(tmp_path, monkeypatch, capsys, manifest):

@@ -34,7 +34,7 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 import torch
@@ -408,7 +408,8 @@ def safe_extract(zip_path: str | Path, dest: str | Path) -> None:
     `MAX_MEMBER_BYTES` / `MAX_ARCHIVE_BYTES` uncompressed (declared or actually read: a zip
     bomb), or a member whose data disagree with its declared size or checksum. Then writes
     `dest/MANIFEST.sha256`, the digest and size of every extracted file, which
-    `verify_extracted` checks before the folder is trusted again."""
+    `verify_extracted` checks before the folder is trusted again and which lists the only
+    files `load` reads from it."""
     dest = Path(dest).resolve()
 
     def refuse(member: str, why: str) -> UnsafeArchiveError:
@@ -461,8 +462,9 @@ def verify_extracted(folder: Path) -> bool:
 def extraction_mismatch(folder: Path) -> str | None:
     """None when every file recorded in `folder`'s manifest is there with its digest and size,
     and the manifest is well formed and matches its own digest; otherwise what differs, naming
-    the file. A folder is hashed once per process (PetImages: about 0.8 GB) unless its
-    manifest changes."""
+    the file. Files the manifest does not list are not looked at: they are never loaded
+    either (`_extracted_cats_dogs`). A folder is hashed once per process (PetImages: about
+    0.8 GB) unless its manifest changes."""
     manifest = folder / MANIFEST
     stamp = (folder.resolve(), manifest.stat().st_mtime) if manifest.is_file() else None
     if stamp in _VERIFIED:
@@ -612,37 +614,38 @@ def cats_dogs_split(name: str) -> str:
     return "test" if digest % CATS_DOGS_TEST_MOD == 0 else "train"
 
 
-def _pet_images_dir(root: Path) -> Path:
-    """The PetImages folder, extracted from the verified zip on first use. Extraction goes to
-    a `.part` folder renamed when complete; an existing folder is used only when every file
-    matches the digest its manifest recorded at extraction, and extracted anew otherwise."""
+def _extracted_cats_dogs(root: Path) -> tuple[Path, list[str]]:
+    """The folder the verified zip is extracted into on first use, and the files its
+    manifest lists: the only files ever loaded, so that a file added to the folder later
+    (an extra photo in `Cat/`) never becomes data; it is ignored, and the folder still
+    matches. Extraction goes to a `.part` folder renamed when complete; an existing folder is
+    used only when it matches its manifest (`extraction_mismatch`), extracted anew otherwise."""
     folder = root / "cats_dogs" / "extracted"
     with file_lock(root / "cats_dogs" / ".extract.lock"):
-        return _extracted(root, folder) / "PetImages"
+        if folder.is_dir() and (mismatch := extraction_mismatch(folder)):
+            print(f"warning: {folder} does not match its manifest; extracting it again "
+                  f"({mismatch})", flush=True)
+            shutil.rmtree(folder)
+        if not folder.is_dir():
+            zip_path = _ensure_file("cats_dogs", CATS_DOGS_ZIP, root)
+            part = folder.with_name("extracted.part")
+            shutil.rmtree(part, ignore_errors=True)
+            safe_extract(zip_path, part)
+            os.replace(part, folder)
+        return folder, [name for _, _, name in _manifest(folder)]
 
 
-def _extracted(root: Path, folder: Path) -> Path:
-    if folder.is_dir() and (mismatch := extraction_mismatch(folder)):
-        print(f"warning: {folder} does not match its manifest; extracting it again "
-              f"({mismatch})", flush=True)
-        shutil.rmtree(folder)
-    if not folder.is_dir():
-        zip_path = _ensure_file("cats_dogs", CATS_DOGS_ZIP, root)
-        part = folder.with_name("extracted.part")
-        shutil.rmtree(part, ignore_errors=True)
-        safe_extract(zip_path, part)
-        os.replace(part, folder)
-    return folder
-
-
-def _pet_files(pet_dir: Path, split: str) -> list[tuple[Path, int]]:
-    """(path, label) of the split's .jpg files (label 0 Cat, 1 Dog), sorted by name."""
+def _pet_files(folder: Path, listed: list[str], split: str) -> list[tuple[Path, int]]:
+    """(path, label) of the split's .jpg files among the `listed` files of the extracted
+    `folder` (label 0 for `PetImages/Cat/`, 1 for `PetImages/Dog/`), sorted by name."""
     files = []
     for label, cls in enumerate(record("cats_dogs").classes):
-        if not (pet_dir / cls).is_dir():
-            raise DataError(f"{pet_dir / cls} is missing: the extracted archive is not "
-                            f"PetImages. Delete {pet_dir.parent} to extract it again.")
-        files += [(p, label) for p in sorted((pet_dir / cls).iterdir())
+        members = sorted(p for p in map(PurePosixPath, listed)
+                         if p.parent == PurePosixPath("PetImages", cls))
+        if not members:
+            raise DataError(f"{folder} holds no file in PetImages/{cls}/: the archive is not "
+                            f"PetImages. Delete {folder.parent} to start over.")
+        files += [(folder / p, label) for p in members
                   if p.suffix.lower() == ".jpg" and cats_dogs_split(f"{cls}/{p.name}") == split]
     return files
 
@@ -665,7 +668,7 @@ def _read_cats_dogs(split: str, root: Path, size: int, limit: int | None
                     ) -> tuple[np.ndarray, np.ndarray, int]:
     """uint8 images `(N, 3, size, size)`, int64 labels `(N,)` and the number of undecodable
     files skipped, walking the split's files in the fixed order until `limit` images."""
-    files = _pet_files(_pet_images_dir(root), split)
+    files = _pet_files(*_extracted_cats_dogs(root), split)
     images, labels, skipped = [], [], 0
     for i in tqdm(_fixed_order(len(files)), desc=f"cats_dogs {split}", unit="img"):
         if len(images) == limit:
