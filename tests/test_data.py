@@ -468,6 +468,23 @@ def test_only_the_files_the_manifest_lists_are_loaded(tmp_path, monkeypatch):
         assert len(again) == len(first) and torch.equal(again.x, first.x)
 
 
+@pytest.mark.filterwarnings("ignore:Duplicate name:UserWarning")  # zipfile's, when writing
+@pytest.mark.parametrize("second", ["PetImages/Cat/0.jpg", "PetImages/Cat/./0.jpg"])
+def test_safe_extract_refuses_two_members_for_the_same_file(tmp_path, monkeypatch, second):
+    members = [("PetImages/Cat/0.jpg", jpeg(CAT)), ("PetImages/Dog/0.jpg", jpeg(DOG)),
+               (second, jpeg(DOG))]
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for name, payload in members:
+            archive.writestr(name, payload)
+    zip_path = install(monkeypatch, tmp_path, f"cats_dogs/{data.CATS_DOGS_ZIP}", out.getvalue())
+    with pytest.raises(UnsafeArchiveError) as err:
+        data.load("cats_dogs", "train", tmp_path)
+    message = str(err.value)
+    assert str(zip_path) in message and f"member {second!r}" in message and "twice" in message
+    assert not list((tmp_path / "cats_dogs").glob("extracted*"))  # nothing was extracted
+
+
 @pytest.mark.parametrize("manifest", [b"\xff\xfe\x80 not text\n", b"no separators here\n",
                                       b"0123  not-a-size  PetImages/Cat/0.jpg\n"])
 def test_a_malformed_manifest_counts_as_not_matching(tmp_path, monkeypatch, capsys, manifest):
