@@ -514,3 +514,88 @@ def test_a_binary_manifest_digest_counts_as_not_matching(tmp_path, monkeypatch, 
     assert torch.equal(again.x, first.x)
     monkeypatch.setattr(data, "_VERIFIED", set())  # and every later process trusts it again
     assert data.verify_extracted(folder)
+
+
+def bad_standin(monkeypatch, tmp_path, name: str, write) -> Path:
+    """The stand-in file of `name` as `write(path)` makes it, with its sha256 made the
+    expected one: a bad rebuild."""
+    (file,) = data.DATASETS[name].files
+    path = tmp_path / name / file
+    path.parent.mkdir()
+    write(path)
+    set_digest(monkeypatch, f"{name}/{file}", hashlib.sha256(path.read_bytes()).hexdigest())
+    monkeypatch.setattr(data, "standin_dir", lambda: tmp_path)
+    return path
+
+
+def npz_arrays(n_train=6, n_test=3) -> dict[str, np.ndarray]:
+    images = np.zeros((n_train + n_test, 28, 28), np.uint8)
+    labels = np.arange(n_train + n_test) % 10
+    return {"x_train": images[:n_train], "y_train": labels[:n_train],
+            "x_test": images[n_train:], "y_test": labels[n_train:]}
+
+
+@pytest.mark.parametrize("change,problem", [
+    ({}, None),
+    ({"y_train": np.array([0, 1, 2, 3, 4, 12])}, "train split: labels 0 .. 12, outside 0 .. 9"),
+    ({"y_test": np.array([-1, 0, 1])}, "test split: labels -1 .. 1, outside 0 .. 9"),
+    ({"x_test": np.zeros((0, 28, 28), np.uint8), "y_test": np.zeros(0, np.int64)},
+     "test split: no example"),
+    ({"y_train": np.arange(5)}, "train split: 6 examples but 5 labels"),
+    ({"y_train": np.eye(6, 10)}, "labels are float64 (6, 10), expected integers"),
+    ({"x_train": np.zeros((6, 28, 28))}, "images are float64 (6, 28, 28), expected uint8"),
+    ({"x_train": np.zeros((6, 784), np.uint8)}, "images are uint8 (6, 784), expected uint8"),
+    ({"x_test": None, "y_test": None}, "lacks the arrays ['x_test', 'y_test']"),
+])
+def test_an_image_stand_in_is_checked_for_content(tmp_path, monkeypatch, change, problem):
+    arrays = {k: v for k, v in {**npz_arrays(), **change}.items() if v is not None}
+    path = bad_standin(monkeypatch, tmp_path, "mnist10k", lambda p: np.savez(p, **arrays))
+    if problem is None:
+        assert (len(data.load("mnist10k", "train")), len(data.load("mnist10k", "test"))) == (6, 3)
+        return
+    for split in data.SPLITS:  # a bad rebuild is refused whichever split is asked for first
+        with pytest.raises(DataError) as err:
+            data.load("mnist10k", split)
+        assert str(path) in str(err.value) and problem in str(err.value)
+        assert "build_standins.py" in str(err.value)
+
+
+def wordnet_csv(rows) -> bytes:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["split", "label", "synset", "title", "description"])
+    writer.writerows(rows)
+    return gzip.compress(out.getvalue().encode("utf-8"))
+
+
+WORDNET = [("train", "animal", "1", "cat", "a feline"), ("train", "plant", "2", "fern", "a plant"),
+           ("test", "person", "3", "poet", "a writer")]
+
+
+@pytest.mark.parametrize("rows,problem", [
+    (WORDNET, None),
+    (WORDNET + [("train", "mineral", "4", "quartz", "a rock")], "row 5: label 'mineral'"),
+    (WORDNET + [("valid", "animal", "4", "dog", "a canine")], "row 5: split 'valid'"),
+    (WORDNET + [("train", "animal", "4")], "row 5: expected one value in each of the columns"),
+    (WORDNET[:2], "test split: no example"),
+])
+def test_the_text_stand_in_is_checked_for_content(tmp_path, monkeypatch, rows, problem):
+    path = bad_standin(monkeypatch, tmp_path, "wordnet4",
+                       lambda p: p.write_bytes(wordnet_csv(rows)))
+    if problem is None:
+        assert sorted(data.load("wordnet4", "train").y.tolist()) == [0, 3]
+        return
+    for split in data.SPLITS:
+        with pytest.raises(DataError) as err:
+            data.load("wordnet4", split)
+        assert str(path) in str(err.value) and problem in str(err.value)
+        assert "build_standins.py" in str(err.value)
+
+
+def test_mnist_files_that_do_not_belong_together_are_refused(tmp_path, monkeypatch):
+    install_mnist(monkeypatch, tmp_path)
+    labels_file = data.MNIST_FILES["test"][1]
+    install(monkeypatch, tmp_path, f"mnist/{labels_file}", idx_gz(digits(4, seed=5)[1],
+                                                                   data.IDX_LABELS))
+    with pytest.raises(DataError, match=f"{labels_file}, test split: 5 examples but 4 labels"):
+        data.load("mnist", "test", tmp_path)

@@ -384,9 +384,7 @@ def _download_verified(rec: DatasetRecord, dataset: str, file: str, path: Path) 
 def _standin_path(name: str) -> Path:
     """The shipped stand-in file of `name`, after checking its sha256."""
     (file, expected), = record(name).files.items()
-    path = standin_dir() / name / file
-    remedy = (f"Restore it with `git checkout -- data/{name}` or rebuild it with "
-              f"`python data/build_standins.py` (see data/{name}/PROVENANCE.md).")
+    path, remedy = standin_dir() / name / file, _standin_remedy(name)
     if not path.exists():
         raise DataError(f"the offline stand-in {path} is missing. {remedy}")
     actual = sha256_file(path)
@@ -394,6 +392,35 @@ def _standin_path(name: str) -> Path:
         raise ChecksumError(f"{path}: sha256 is {actual}, expected {expected}; the shipped "
                             f"stand-in is corrupt or was changed. {remedy}")
     return path
+
+
+def _standin_remedy(name: str) -> str:
+    return (f"Restore it with `git checkout -- data/{name}` or rebuild it with "
+            f"`python data/build_standins.py` (see data/{name}/PROVENANCE.md).")
+
+
+def _check_examples(path: str | Path, split: str, x, y: np.ndarray, rec: DatasetRecord,
+                    remedy: str) -> None:
+    """DataError naming `path` and the problem unless one split's examples `x` (texts, or
+    images) and labels `y` fit `rec`: at least one example, integer labels `(N,)` one per
+    example, each in `0 .. len(classes) - 1`, and images uint8 `(N, side, side)`. A matching
+    sha256 proves a file is the one recorded, not that what was recorded is right (a bad
+    rebuild of a stand-in), and a wrong label or shape would otherwise train silently."""
+    n_classes = len(rec.classes)
+    if len(y) == 0:
+        problem = "no example"
+    elif y.ndim != 1 or y.dtype.kind not in "iu":
+        problem = f"labels are {y.dtype} {y.shape}, expected integers (N,)"
+    elif len(x) != len(y):
+        problem = f"{len(x)} examples but {len(y)} labels"
+    elif y.min() < 0 or y.max() >= n_classes:
+        problem = (f"labels {y.min()} .. {y.max()}, outside 0 .. {n_classes - 1} for the "
+                   f"{n_classes} classes")
+    elif rec.kind == "image" and (x.dtype != np.uint8 or x.shape[1:] != (rec.side, rec.side)):
+        problem = f"images are {x.dtype} {x.shape}, expected uint8 (N, {rec.side}, {rec.side})"
+    else:
+        return
+    raise DataError(f"{path}, {split} split: {problem}. {remedy}")
 
 
 MAX_MEMBER_BYTES = 32 * 2**20  # one archive member, uncompressed (a PetImages photo: < 1 MiB)
@@ -530,14 +557,34 @@ def read_ag_news_csv(path: str | Path, expected_rows: int | None = None
     return texts, np.array(labels, dtype=np.int64)
 
 
+WORDNET4_COLUMNS = ("split", "label", "synset", "title", "description")
+
+
 def _read_wordnet4(split: str) -> tuple[list[str], np.ndarray]:
     """Texts (synset words + " " + gloss, built like AG's title + description) and labels of
-    the committed WordNet-4 stand-in."""
-    with gzip.open(_standin_path("wordnet4"), "rt", encoding="utf-8", newline="") as f:
-        rows = [row for row in csv.DictReader(f) if row["split"] == split]
-    classes = record("wordnet4").classes
-    texts = [f"{row['title']} {row['description']}" for row in rows]
-    return texts, np.array([classes.index(row["label"]) for row in rows], dtype=np.int64)
+    the committed WordNet-4 stand-in. Every row must have a value in each column, a split of
+    `SPLITS` and a label among the classes, and both splits must pass `_check_examples`,
+    whichever is asked for: a bad rebuild is refused at first use (DataError naming the row)."""
+    rec, path, remedy = record("wordnet4"), _standin_path("wordnet4"), _standin_remedy("wordnet4")
+    with gzip.open(path, "rt", encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    texts, labels = {s: [] for s in SPLITS}, {s: [] for s in SPLITS}
+    for number, row in enumerate(rows, start=2):  # row 1 is the header
+        if None in row or None in row.values() or not row.keys() >= set(WORDNET4_COLUMNS):
+            problem = f"expected one value in each of the columns {', '.join(WORDNET4_COLUMNS)}"
+        elif row["split"] not in SPLITS:
+            problem = f"split {row['split']!r}, expected one of {', '.join(SPLITS)}"
+        elif row["label"] not in rec.classes:
+            problem = f"label {row['label']!r}, expected one of {', '.join(rec.classes)}"
+        else:
+            texts[row["split"]].append(f"{row['title']} {row['description']}")
+            labels[row["split"]].append(rec.classes.index(row["label"]))
+            continue
+        raise DataError(f"{path}, row {number}: {problem}. {remedy}")
+    arrays = {s: np.array(labels[s], dtype=np.int64) for s in SPLITS}
+    for s in SPLITS:
+        _check_examples(path, s, texts[s], arrays[s], rec, remedy)
+    return texts[split], arrays[split]
 
 
 def _read_texts(name: str, split: str, root: Path) -> tuple[list[str], np.ndarray]:
@@ -600,19 +647,27 @@ def read_idx(path: str | Path, magic: int) -> np.ndarray:
 
 def _read_mnist(split: str, root: Path) -> tuple[np.ndarray, np.ndarray]:
     """Real MNIST: uint8 images `(N, 1, 28, 28)`, int64 labels `(N,)`."""
-    images_file, labels_file = MNIST_FILES[split]
-    images = read_idx(_ensure_file("mnist", images_file, root), IDX_IMAGES)
-    labels = read_idx(_ensure_file("mnist", labels_file, root), IDX_LABELS)
-    if len(images) != len(labels) or labels.max(initial=0) > 9:
-        raise DataError(f"MNIST {split}: {len(images)} images but {len(labels)} labels "
-                        f"(max {labels.max(initial=0)}); the files do not belong together")
+    images_path, labels_path = (_ensure_file("mnist", f, root) for f in MNIST_FILES[split])
+    images, labels = read_idx(images_path, IDX_IMAGES), read_idx(labels_path, IDX_LABELS)
+    _check_examples(f"{images_path} with {labels_path}", split, images, labels,
+                    record("mnist"), "The files do not belong together; delete them to "
+                    "download them again.")
     return images[:, None], labels.astype(np.int64)
 
 
 def _read_npz_standin(name: str, split: str) -> tuple[np.ndarray, np.ndarray]:
-    """A committed image stand-in: uint8 images `(N, 1, 28, 28)`, int64 labels `(N,)`."""
-    with np.load(_standin_path(name)) as arrays:
-        return arrays[f"x_{split}"][:, None], arrays[f"y_{split}"].astype(np.int64)
+    """A committed image stand-in: uint8 images `(N, 1, 28, 28)`, int64 labels `(N,)`. The
+    arrays `x_<split>`, `y_<split>` of both splits must be there and pass `_check_examples`,
+    whichever is asked for: a bad rebuild is refused at first use."""
+    path, remedy = _standin_path(name), _standin_remedy(name)
+    keys = [f"{xy}_{s}" for s in SPLITS for xy in "xy"]
+    with np.load(path) as npz:
+        if missing := [key for key in keys if key not in npz.files]:
+            raise DataError(f"{path} lacks the arrays {missing}. {remedy}")
+        arrays = {key: npz[key] for key in keys}
+    for s in SPLITS:
+        _check_examples(path, s, arrays[f"x_{s}"], arrays[f"y_{s}"], record(name), remedy)
+    return arrays[f"x_{split}"][:, None], arrays[f"y_{split}"].astype(np.int64)
 
 
 def cats_dogs_split(name: str) -> str:
