@@ -485,6 +485,14 @@ def test_safe_extract_refuses_two_members_for_the_same_file(tmp_path, monkeypatc
     assert not list((tmp_path / "cats_dogs").glob("extracted*"))  # nothing was extracted
 
 
+def test_safe_extract_refuses_a_name_the_manifest_cannot_record(tmp_path):
+    archive = tmp_path / "newline.zip"
+    archive.write_bytes(zip_with("PetImages/Cat/a\nb.jpg"))
+    with pytest.raises(UnsafeArchiveError, match="line break"):
+        data.safe_extract(archive, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("manifest", [b"\xff\xfe\x80 not text\n", b"no separators here\n",
                                       b"0123  not-a-size  PetImages/Cat/0.jpg\n"])
 def test_a_malformed_manifest_counts_as_not_matching(tmp_path, monkeypatch, capsys, manifest):

@@ -430,13 +430,14 @@ MANIFEST = "MANIFEST.sha256"  # in an extracted folder: "<sha256>  <size>  <path
 
 def safe_extract(zip_path: str | Path, dest: str | Path) -> None:
     """Extract every member of `zip_path` under `dest`, refusing (UnsafeArchiveError naming
-    the archive and the member; nothing is written for a bad path, size or duplicate) an
-    archive with a member whose path is absolute or leaves `dest` (e.g. `../evil.txt`), a
-    member or a total above `MAX_MEMBER_BYTES` / `MAX_ARCHIVE_BYTES` uncompressed (declared or
-    actually read: a zip bomb), two members for the same file (a duplicate name, or the same
-    path spelled twice, e.g. `a/./b`: the folder would never match its manifest), or a member
-    whose data disagree with its declared size or checksum. Then writes
-    `dest/MANIFEST.sha256`, the digest and size of every extracted file, which
+    the archive and the member; nothing is written for a bad name or size) an archive with
+    - a member whose path is absolute or leaves `dest` (e.g. `../evil.txt`);
+    - a member or a total above `MAX_MEMBER_BYTES` / `MAX_ARCHIVE_BYTES` uncompressed
+      (declared or actually read: a zip bomb);
+    - two members for the same file (a duplicate name, or the same path spelled twice, e.g.
+      `a/./b`), or a name with a line break: the folder would never match its manifest;
+    - a member whose data disagree with its declared size or checksum.
+    Then writes `dest/MANIFEST.sha256`, the digest and size of every extracted file, which
     `verify_extracted` checks before the folder is trusted again and which lists the only
     files `load` reads from it."""
     dest = Path(dest).resolve()
@@ -458,6 +459,9 @@ def safe_extract(zip_path: str | Path, dest: str | Path) -> None:
                 raise refuse(m.filename, f"would overwrite member {writer[target]!r}: the "
                                          f"archive holds that file twice")
             writer[target] = m.filename
+            if "\n" in m.filename:
+                raise refuse(m.filename, "has a line break in its name, which the manifest "
+                                         "cannot record")
             if m.file_size > MAX_MEMBER_BYTES:
                 raise refuse(m.filename, f"declares {m.file_size:,} bytes, more than the "
                                          f"limit of {MAX_MEMBER_BYTES:,}")
