@@ -508,8 +508,6 @@ def test_a_malformed_manifest_counts_as_not_matching(tmp_path, monkeypatch, caps
     assert torch.equal(again.x, first.x) and data.verify_extracted(folder)
 
 
-@pytest.mark.xfail(strict=True, reason="needs files.check_verified to treat a non-text digest "
-                                       "as a corrupt file (files.py is being changed for it)")
 def test_a_binary_manifest_digest_counts_as_not_matching(tmp_path, monkeypatch, capsys):
     install(monkeypatch, tmp_path, f"cats_dogs/{data.CATS_DOGS_ZIP}", pet_zip())
     first = data.load("cats_dogs", "test", tmp_path, image_size=16)
