@@ -213,3 +213,12 @@ def test_build_config_puts_version_and_commit_in_every_page_footer(tmp_path, mon
                                           "  url: https://github.com/o/r\n")  # uncommitted
     assert (f'built from commit <a href="https://github.com/o/r/commit/{sha}">{sha[:7]}+dirty'
             f'</a>.') in final_footer(tmp_path)
+
+
+def test_a_chapter_cache_that_cannot_be_written_ends_with_one_line(tmp_path, capsys):
+    project = make_project(tmp_path, **{"01_pass": "passing"})
+    (tmp_path / ".cache").write_text("")  # .cache/chapters cannot be made
+    assert main(["run", "--device", "cpu"], project) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert ".cache" in err

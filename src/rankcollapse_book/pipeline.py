@@ -374,9 +374,20 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None, project: Project | None = None) -> int:
-    """Entry point; returns (and as a script exits with) the status: 0 ok, 1 failed, 2 refused."""
+    """Entry point; returns (and as a script exits with) the status: 0 ok, 1 failed (with one
+    line saying why when a file cannot be written or read: a cache folder that is not
+    writable, say), 2 refused."""
     cli = parser()
     args = cli.parse_args(argv)
+    try:
+        return _main(cli, args, project)
+    except OSError as error:
+        print(f"rankcollapse-book: {error}", file=sys.stderr)
+        return 1
+
+
+def _main(cli: argparse.ArgumentParser, args: argparse.Namespace,
+          project: Project | None) -> int:
     root = find_root(Path.cwd())
     if project is None and root is None:
         raise SystemExit(f"no _toc.yml in {Path.cwd()} or above; run this inside the book's "
