@@ -139,3 +139,21 @@ def test_screenshots_of_every_page_at_both_widths_and_full_height(tmp_path, caps
             assert image.width == width and image.height > 3000  # the whole page
     assert f"4 screenshots (<page>-1300.png, <page>-800.png) in {tmp_path / 'shots'}" \
         in capsys.readouterr().out
+
+
+@pytest.mark.skipif(chromium() is None, reason="needs Debian's chromium (CI installs it)")
+def test_webrtc_sends_no_udp_packet_to_an_ip_literal(tmp_path):
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as stun:
+        stun.bind(("127.0.0.1", 0))
+        stun.settimeout(1)
+        port = stun.getsockname()[1]
+        (tmp_path / "page.html").write_text(
+            f"<p>ICE</p><script>const pc = new RTCPeerConnection("
+            f"{{iceServers: [{{urls: 'stun:127.0.0.1:{port}'}}]}});"
+            "pc.createDataChannel('x'); pc.createOffer().then(o => pc.setLocalDescription(o));"
+            "</script>")
+        check_site(tmp_path)
+        with pytest.raises(TimeoutError):  # nothing arrived
+            stun.recvfrom(2048)

@@ -3,7 +3,8 @@
     python -m rankcollapse_book.sitecheck _build/html [--screenshots _build/screenshots]
 
 Every HTML page is loaded in headless Chromium (after its scripts, MathJax included, have run:
-`--dump-dom` with a virtual-time budget), with every host but the local files unreachable. In
+`--dump-dom` with a virtual-time budget), with every host but the local files unreachable (no
+UDP either: WebRTC may not send STUN to an address a page names). In
 the rendered page: every internal link and image must resolve to a file of the site (and a
 `#fragment` to an element id of that page), no script or stylesheet may come from another
 host (the book must render offline), no raw TeX may be left (`\\(`, `\\[`, `$$` outside
@@ -41,9 +42,14 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run
                   "--disable-sync", "--disable-quic", "--hide-scrollbars"]
 # Nothing but the local files is reachable: every host name fails to resolve, and every
 # connection (loopback and IP literals included) goes to a proxy port where nothing listens.
+# WebRTC would send its UDP (STUN to an IP literal) past both, so it may use no UDP that does
+# not go through the proxy, i.e. none: Chromium honours `--webrtc-ip-handling-policy`,
+# content shell and the old headless shell `--force-webrtc-ip-handling-policy`.
 # An external resource is then never fetched; the page scan still reports that it was asked.
 OFFLINE_FLAGS = ["--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9",
-                 "--proxy-bypass-list=<-loopback>"]
+                 "--proxy-bypass-list=<-loopback>",
+                 "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+                 "--force-webrtc-ip-handling-policy=disable_non_proxied_udp"]
 WIDTHS = (1300, 800)  # window widths of the screenshots, px
 MAX_HEIGHT = 40000  # px; a longer page is cut there (the claims ledger at 800 px: about 34,000)
 RAW_TEX = ("\\(", "\\[", "$$")
