@@ -178,6 +178,17 @@ def test_a_redirect_is_judged_by_where_the_page_ends_up(tmp_path):
 
 
 @needs_chromium
+def test_a_page_whose_script_never_ends_is_reported_and_the_rest_still_checked(tmp_path):
+    root = site(tmp_path, GOOD)
+    (root / "book" / "busy.html").write_text("<p>before</p><script>while (true) {}</script>")
+    (root / "book" / "zz.html").write_text('<a href="missing.html">x</a>')  # checked after it
+    found, totals = check_site(root, page_timeout=3)
+    assert found == ["book/busy.html: did not finish loading within 3 s "
+                     "(a script that never ends?)", "book/zz.html: broken link missing.html"]
+    assert totals["pages"] == 3  # other.html, page.html, zz.html
+
+
+@needs_chromium
 def test_screenshots_of_every_page_at_both_widths_and_full_height(tmp_path, capsys):
     from PIL import Image
 

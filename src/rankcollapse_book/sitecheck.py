@@ -18,8 +18,10 @@ pending; then its fonts and MathJax are waited for. For each page the check reco
 and reports, one line each:
 
 - a request that leaves the site folder: anything but a `file:` URL inside the site and
-  `data:`, `blob:` or `about:` (the book must render offline; blocked, but reported);
+  `data:`, `blob:` or `about:` (the book must render offline; no other host is reached);
 - a final address outside the site folder, or a redirect to a page that does not exist;
+- a page that does not finish loading within `PAGE_TIMEOUT` s (a script that never ends,
+  say), after which the check goes on with the next page;
 - in the rendered page: an internal link or image that resolves to no file of the site (or
   a `#fragment` to no element id of that page), raw TeX (`\\(`, `\\[`, `$$` outside code),
   a Python object where a glued value was meant (`<IPython.core.display.Markdown object>`).
@@ -394,7 +396,9 @@ def check_in_browser(tools: DevTools, page: Path, site: Path, ids_cache: dict,
 def check_site(site: Path, screenshots: Path | None = None, browser: str | None = None,
                page_timeout: float = PAGE_TIMEOUT) -> tuple[list[str], dict]:
     """Open every page of `site` in the browser and check it (see module doc); with
-    `screenshots`, photograph every rendered page there (totals["screenshots"]: the files)."""
+    `screenshots`, photograph every rendered page there (totals["screenshots"]: the files).
+    A page that takes over `page_timeout` s to load (or to be photographed) is reported, and
+    the check goes on with the next page."""
     browser = browser or chromium()
     if browser is None:
         raise SystemExit("chromium not found: install Debian's `chromium` package "
@@ -411,8 +415,15 @@ def check_site(site: Path, screenshots: Path | None = None, browser: str | None 
         tools = DevTools(browser, Path(profile), page_timeout)
         try:
             for page in pages:
-                page_problems, counts, shots = check_in_browser(tools, page, site, ids_cache,
-                                                                screenshots)
+                try:
+                    page_problems, counts, shots = check_in_browser(tools, page, site,
+                                                                    ids_cache, screenshots)
+                except Unresponsive:
+                    page_problems, counts, shots = [
+                        f"{page.relative_to(site)}: did not finish loading within "
+                        f"{page_timeout:g} s (a script that never ends?)"], None, []
+                    tools.close()  # its tab hangs: go on in a fresh browser
+                    tools = DevTools(browser, Path(profile), page_timeout)
                 problems += page_problems
                 totals["screenshots"] += shots
                 if counts is not None:
