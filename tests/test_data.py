@@ -21,6 +21,7 @@ from PIL import Image
 
 from rankcollapse import data
 from rankcollapse.data import ChecksumError, DataError, Tokenizer, UnsafeArchiveError
+from rankcollapse.files import write_verified
 
 
 @pytest.fixture(autouse=True)
@@ -448,3 +449,159 @@ def test_stand_in_files_are_verified_and_documented(tmp_path, monkeypatch):
     (tmp_path / "mnist10k" / "mnist10k.npz").unlink()
     with pytest.raises(DataError, match="is missing"):
         data.load("mnist10k", "train")
+
+
+# ----------------------------------------------------------------------------- integrity
+
+
+def test_only_the_files_the_manifest_lists_are_loaded(tmp_path, monkeypatch):
+    install(monkeypatch, tmp_path, f"cats_dogs/{data.CATS_DOGS_ZIP}", pet_zip())
+    split = data.cats_dogs_split("Cat/extra.jpg")
+    first = data.load("cats_dogs", split, tmp_path, image_size=16)
+    folder = tmp_path / "cats_dogs" / "extracted"
+    (folder / "PetImages" / "Cat" / "extra.jpg").write_bytes(jpeg(DOG))  # dropped in later
+    for process in ("same", "new"):
+        if process == "new":
+            monkeypatch.setattr(data, "_VERIFIED", set())
+        assert data.verify_extracted(folder)  # the listed files still match
+        again = data.load("cats_dogs", split, tmp_path, image_size=16)
+        assert len(again) == len(first) and torch.equal(again.x, first.x)
+
+
+@pytest.mark.filterwarnings("ignore:Duplicate name:UserWarning")  # zipfile's, when writing
+@pytest.mark.parametrize("second", ["PetImages/Cat/0.jpg", "PetImages/Cat/./0.jpg"])
+def test_safe_extract_refuses_two_members_for_the_same_file(tmp_path, monkeypatch, second):
+    members = [("PetImages/Cat/0.jpg", jpeg(CAT)), ("PetImages/Dog/0.jpg", jpeg(DOG)),
+               (second, jpeg(DOG))]
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for name, payload in members:
+            archive.writestr(name, payload)
+    zip_path = install(monkeypatch, tmp_path, f"cats_dogs/{data.CATS_DOGS_ZIP}", out.getvalue())
+    with pytest.raises(UnsafeArchiveError) as err:
+        data.load("cats_dogs", "train", tmp_path)
+    message = str(err.value)
+    assert str(zip_path) in message and f"member {second!r}" in message and "twice" in message
+    assert not list((tmp_path / "cats_dogs").glob("extracted*"))  # nothing was extracted
+
+
+def test_safe_extract_refuses_a_name_the_manifest_cannot_record(tmp_path):
+    archive = tmp_path / "newline.zip"
+    archive.write_bytes(zip_with("PetImages/Cat/a\nb.jpg"))
+    with pytest.raises(UnsafeArchiveError, match="line break"):
+        data.safe_extract(archive, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("manifest", [b"\xff\xfe\x80 not text\n", b"no separators here\n",
+                                      b"0123  not-a-size  PetImages/Cat/0.jpg\n"])
+def test_a_malformed_manifest_counts_as_not_matching(tmp_path, monkeypatch, capsys, manifest):
+    install(monkeypatch, tmp_path, f"cats_dogs/{data.CATS_DOGS_ZIP}", pet_zip())
+    first = data.load("cats_dogs", "test", tmp_path, image_size=16)
+    folder = tmp_path / "cats_dogs" / "extracted"
+    write_verified(folder / data.MANIFEST, lambda tmp: tmp.write_bytes(manifest))  # digest fits
+    monkeypatch.setattr(data, "_VERIFIED", set())  # a new process
+    assert not data.verify_extracted(folder)
+    again = data.load("cats_dogs", "test", tmp_path, image_size=16)
+    out = capsys.readouterr().out
+    assert f"{folder / data.MANIFEST}" in out and "extracting it again" in out
+    assert torch.equal(again.x, first.x) and data.verify_extracted(folder)
+
+
+def test_a_binary_manifest_digest_counts_as_not_matching(tmp_path, monkeypatch, capsys):
+    install(monkeypatch, tmp_path, f"cats_dogs/{data.CATS_DOGS_ZIP}", pet_zip())
+    first = data.load("cats_dogs", "test", tmp_path, image_size=16)
+    folder = tmp_path / "cats_dogs" / "extracted"
+    digest = folder / f"{data.MANIFEST}.sha256"
+    digest.write_bytes(bytes(range(256)))
+    monkeypatch.setattr(data, "_VERIFIED", set())  # a new process
+    again = data.load("cats_dogs", "test", tmp_path, image_size=16)
+    assert data.MANIFEST in capsys.readouterr().out
+    assert torch.equal(again.x, first.x)
+    monkeypatch.setattr(data, "_VERIFIED", set())  # and every later process trusts it again
+    assert data.verify_extracted(folder)
+
+
+def bad_standin(monkeypatch, tmp_path, name: str, write) -> Path:
+    """The stand-in file of `name` as `write(path)` makes it, with its sha256 made the
+    expected one: a bad rebuild."""
+    (file,) = data.DATASETS[name].files
+    path = tmp_path / name / file
+    path.parent.mkdir()
+    write(path)
+    set_digest(monkeypatch, f"{name}/{file}", hashlib.sha256(path.read_bytes()).hexdigest())
+    monkeypatch.setattr(data, "standin_dir", lambda: tmp_path)
+    return path
+
+
+def npz_arrays(n_train=6, n_test=3) -> dict[str, np.ndarray]:
+    images = np.zeros((n_train + n_test, 28, 28), np.uint8)
+    labels = np.arange(n_train + n_test) % 10
+    return {"x_train": images[:n_train], "y_train": labels[:n_train],
+            "x_test": images[n_train:], "y_test": labels[n_train:]}
+
+
+@pytest.mark.parametrize("change,problem", [
+    ({}, None),
+    ({"y_train": np.array([0, 1, 2, 3, 4, 12])}, "train split: labels 0 .. 12, outside 0 .. 9"),
+    ({"y_test": np.array([-1, 0, 1])}, "test split: labels -1 .. 1, outside 0 .. 9"),
+    ({"x_test": np.zeros((0, 28, 28), np.uint8), "y_test": np.zeros(0, np.int64)},
+     "test split: no example"),
+    ({"y_train": np.arange(5)}, "train split: 6 examples but 5 labels"),
+    ({"y_train": np.eye(6, 10)}, "labels are float64 (6, 10), expected integers"),
+    ({"x_train": np.zeros((6, 28, 28))}, "images are float64 (6, 28, 28), expected uint8"),
+    ({"x_train": np.zeros((6, 784), np.uint8)}, "images are uint8 (6, 784), expected uint8"),
+    ({"x_test": None, "y_test": None}, "lacks the arrays ['x_test', 'y_test']"),
+])
+def test_an_image_stand_in_is_checked_for_content(tmp_path, monkeypatch, change, problem):
+    arrays = {k: v for k, v in {**npz_arrays(), **change}.items() if v is not None}
+    path = bad_standin(monkeypatch, tmp_path, "mnist10k", lambda p: np.savez(p, **arrays))
+    if problem is None:
+        assert (len(data.load("mnist10k", "train")), len(data.load("mnist10k", "test"))) == (6, 3)
+        return
+    for split in data.SPLITS:  # a bad rebuild is refused whichever split is asked for first
+        with pytest.raises(DataError) as err:
+            data.load("mnist10k", split)
+        assert str(path) in str(err.value) and problem in str(err.value)
+        assert "build_standins.py" in str(err.value)
+
+
+def wordnet_csv(rows) -> bytes:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["split", "label", "synset", "title", "description"])
+    writer.writerows(rows)
+    return gzip.compress(out.getvalue().encode("utf-8"))
+
+
+WORDNET = [("train", "animal", "1", "cat", "a feline"), ("train", "plant", "2", "fern", "a plant"),
+           ("test", "person", "3", "poet", "a writer")]
+
+
+@pytest.mark.parametrize("rows,problem", [
+    (WORDNET, None),
+    (WORDNET + [("train", "mineral", "4", "quartz", "a rock")], "row 5: label 'mineral'"),
+    (WORDNET + [("valid", "animal", "4", "dog", "a canine")], "row 5: split 'valid'"),
+    (WORDNET + [("train", "animal", "4")], "row 5: expected one value in each of the columns"),
+    (WORDNET[:2], "test split: no example"),
+])
+def test_the_text_stand_in_is_checked_for_content(tmp_path, monkeypatch, rows, problem):
+    path = bad_standin(monkeypatch, tmp_path, "wordnet4",
+                       lambda p: p.write_bytes(wordnet_csv(rows)))
+    if problem is None:
+        assert sorted(data.load("wordnet4", "train").y.tolist()) == [0, 3]
+        return
+    for split in data.SPLITS:
+        with pytest.raises(DataError) as err:
+            data.load("wordnet4", split)
+        assert str(path) in str(err.value) and problem in str(err.value)
+        assert "build_standins.py" in str(err.value)
+
+
+def test_mnist_files_that_do_not_belong_together_are_refused(tmp_path, monkeypatch):
+    install_mnist(monkeypatch, tmp_path)
+    labels_file = data.MNIST_FILES["test"][1]
+    install(monkeypatch, tmp_path, f"mnist/{labels_file}", idx_gz(digits(4, seed=5)[1],
+                                                                   data.IDX_LABELS))
+    with pytest.raises(DataError, match=f"{labels_file}, test split: 5 examples but 4 labels"):
+        data.load("mnist", "test", tmp_path)

@@ -47,6 +47,16 @@ def write_package(root: Path, modules: dict[str, str]) -> Path:
     return package
 
 
+@pytest.mark.parametrize("digest", [b"\xff\xfe not text", b"0" * 64 + b"\n"])
+def test_a_digest_that_is_not_text_or_does_not_match_is_a_corrupt_file(tmp_path, digest):
+    from rankcollapse.files import CorruptFile, check_verified, write_verified
+
+    path = write_verified(tmp_path / "model.pt", lambda tmp: tmp.write_bytes(b"weights"))
+    (tmp_path / "model.pt.sha256").write_bytes(digest)
+    with pytest.raises(CorruptFile, match="model.pt"):
+        check_verified(path)
+
+
 def test_module_sources_follow_imports_transitively(tmp_path):
     package = write_package(tmp_path, {
         "train": """

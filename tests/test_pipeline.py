@@ -56,6 +56,28 @@ def test_cache_hit_then_miss_after_editing_the_chapter(tmp_path):
     assert run(project, ["01_pass"], PARAMETERS)[0].status == "ok"  # runs again, no crash
 
 
+def test_a_truncated_executed_notebook_is_executed_again(tmp_path):
+    """The cache record is intact but the notebook it stands for was cut short (a crash, a
+    full disk): the notebook's digest no longer matches, so the chapter runs again instead
+    of crashing with a NotJSONError that names no file."""
+    project = make_project(tmp_path, **{"01_pass": "passing"})
+    assert run(project, ["01_pass"], PARAMETERS)[0].status == "ok"
+    output = project.output("01_pass")
+    output.write_bytes(output.read_bytes()[:100])
+    assert run(project, ["01_pass"], PARAMETERS)[0].status == "ok"
+    assert nbformat.read(output, as_version=4).cells
+    assert run(project, ["01_pass"], PARAMETERS)[0].status == "cached"
+
+
+def test_a_folder_without_chapters_is_refused(tmp_path, capsys):
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: intro\n")
+    (tmp_path / "notebooks").mkdir()
+    with pytest.raises(SystemExit) as stop:
+        main(["run"], Project(tmp_path))
+    assert stop.value.code == 2
+    assert "no chapter sources" in capsys.readouterr().err
+
+
 def test_failing_chapter_names_file_and_cell_and_stops(tmp_path, capsys):
     project = make_project(tmp_path, **{"01_fail": "failing", "02_pass": "passing"})
     assert main(["run"], project) == 1
@@ -191,3 +213,12 @@ def test_build_config_puts_version_and_commit_in_every_page_footer(tmp_path, mon
                                           "  url: https://github.com/o/r\n")  # uncommitted
     assert (f'built from commit <a href="https://github.com/o/r/commit/{sha}">{sha[:7]}+dirty'
             f'</a>.') in final_footer(tmp_path)
+
+
+def test_a_chapter_cache_that_cannot_be_written_ends_with_one_line(tmp_path, capsys):
+    project = make_project(tmp_path, **{"01_pass": "passing"})
+    (tmp_path / ".cache").write_text("")  # .cache/chapters cannot be made
+    assert main(["run", "--device", "cpu"], project) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert ".cache" in err

@@ -451,8 +451,32 @@ def test_found_of_edges_written_out():
     with pytest.raises(ValueError, match=r"^an interval needs 0 < low <= ratio <= high; got "
                                          r"low=0\.0, ratio=1\.0, high=2\.0$"):
         found_of(1.0, 0.0, 2.0)
-    with pytest.raises(ValueError, match=r"^a margin is non-negative; got -0\.1$"):
+    with pytest.raises(ValueError, match=r"^a parity margin is a finite number >= 0 \(0\.1: "
+                                         r"within a factor 1\.1 of 1\); got -0\.1$"):
         found_of(1.0, 0.9, 1.1, margin=-0.1)
+
+
+@pytest.mark.parametrize("bad", [1.5, 0.0, 1.0, -0.2, float("nan"), "0.95", None, True])
+def test_a_level_outside_zero_to_one_is_refused_by_name(bad):
+    from rankcollapse.stats import compare, compare_groups
+
+    values = [1.0, 2.0, 3.0, 4.0]
+    for call in (lambda: compare(values, values, level=bad),
+                 lambda: compare_groups(values, values, level=bad),
+                 lambda: family_level(3, bad)):
+        with pytest.raises(ValueError, match="confidence level"):
+            call()
+
+
+@pytest.mark.parametrize("bad", [-0.1, float("nan"), float("inf"), "0.1", None])
+def test_a_margin_that_is_not_a_finite_non_negative_number_is_refused_by_name(bad):
+    """NaN once made every interval 'undecided' without a word."""
+    from rankcollapse.stats import compare
+
+    with pytest.raises(ValueError, match="parity margin"):
+        compare([1.0, 2.0, 3.0], [1.1, 2.1, 3.2], margin=bad)
+    with pytest.raises(ValueError, match="parity margin"):
+        found_of(float("nan"), 1.0, 2.0, margin=bad)
 
 
 def test_outcomes_for_every_direction_and_result():

@@ -167,7 +167,7 @@ def flip_bytes(path: Path, at: int = 200) -> None:
 
 
 @pytest.mark.parametrize("kind", ["random bytes", "text", "no keys", "wrong shapes",
-                                  "flipped bytes", "no digest", "code"])
+                                  "flipped bytes", "no digest", "binary digest", "code"])
 def test_a_hostile_or_broken_checkpoint_is_set_aside_and_never_run(tmp_path, kind):
     data, test = toy(96, 0), toy(32, 1)
     run = tmp_path / config().key(data)
@@ -190,6 +190,8 @@ def test_a_hostile_or_broken_checkpoint_is_set_aside_and_never_run(tmp_path, kin
         train(config(), data, test, tmp_path, "cpu", quiet=True, stop_after=5)
         if kind == "flipped bytes":
             flip_bytes(checkpoint)
+        elif kind == "binary digest":  # not text: once a UnicodeDecodeError naming no file
+            (run / "checkpoint.pt.sha256").write_bytes(bytes(range(128, 256)))
         else:
             (run / "checkpoint.pt.sha256").unlink()
     result = train(config(), data, test, tmp_path, "cpu", quiet=True)
@@ -201,7 +203,7 @@ def test_a_hostile_or_broken_checkpoint_is_set_aside_and_never_run(tmp_path, kin
 
 
 @pytest.mark.parametrize("kind", ["flipped model", "truncated record", "record without fields",
-                                  "missing model"])
+                                  "missing model", "binary record digest"])
 def test_a_broken_finished_run_is_set_aside_and_trained_again(tmp_path, kind):
     data, test = toy(96, 0), toy(32, 1)
     first = train(config(), data, test, tmp_path, "cpu", quiet=True)
@@ -212,12 +214,59 @@ def test_a_broken_finished_run_is_set_aside_and_trained_again(tmp_path, kind):
         (run / "result.json").write_text((run / "result.json").read_text()[:40])
     elif kind == "record without fields":
         forge(run / "result.json", b'{"test_accuracy": 1.0}')
+    elif kind == "binary record digest":
+        (run / "result.json.sha256").write_bytes(b"\xff\xfe" * 40)
     else:
         (run / "model.pt").unlink()
     again = train(config(), data, test, tmp_path, "cpu", quiet=True)
     assert not again.from_cache and again.test_accuracy == first.test_accuracy
     assert list(run.glob("*.corrupt"))
     assert train(config(), data, test, tmp_path, "cpu", quiet=True).from_cache
+
+
+@pytest.mark.parametrize("forged", ["copied", "copied with the key rewritten"])
+def test_a_finished_run_of_another_configuration_is_never_served(tmp_path, forged):
+    """A softmax run copied under the Sinkhorn key, digests valid (a careless sync between
+    machines): the record names another run and another configuration, so it is set aside
+    and the Sinkhorn model is trained."""
+    import json
+    import shutil
+
+    data, test = toy(96, 0), toy(32, 1)
+    train(config("softmax"), data, test, tmp_path, "cpu", quiet=True)
+    source, target = (tmp_path / config(name).key(data) for name in ("softmax", "sinkhorn"))
+    target.mkdir()
+    for name in ("model.pt", "model.pt.sha256", "result.json", "result.json.sha256"):
+        shutil.copy(source / name, target / name)
+    if forged == "copied with the key rewritten":
+        record = json.loads((target / "result.json").read_text())
+        forge(target / "result.json", json.dumps({**record, "key": target.name}).encode())
+    served = train(config("sinkhorn"), data, test, tmp_path, "cpu", quiet=True)
+    assert not served.from_cache
+    assert served.model.encoder.blocks[0].attn.normalization == "sinkhorn"
+    assert (target / "result.json.corrupt").exists()
+    assert train(config("sinkhorn"), data, test, tmp_path, "cpu", quiet=True).from_cache
+
+
+def test_a_cached_accuracy_is_measured_again_on_a_test_set_of_other_content(tmp_path):
+    """Same size, same source, other labels: the accuracy is the new test set's."""
+    from rankcollapse.training import evaluate
+
+    data, test = toy(96, 0), toy(64, 1)
+    first = train(config(), data, test, tmp_path, "cpu", quiet=True)
+    flipped = Toy(test.x, 1 - test.y)
+    again = train(config(), data, flipped, tmp_path, "cpu", quiet=True)
+    assert again.from_cache
+    assert again.test_accuracy == evaluate(again.model, flipped, torch.device("cpu"))
+    assert again.test_accuracy == pytest.approx(1 - first.test_accuracy)
+
+
+def test_an_empty_test_set_is_refused_before_training(tmp_path):
+    from rankcollapse.training import TrainingError
+
+    with pytest.raises(TrainingError, match="test set of dataset 'toy'.*empty"):
+        train(config(), toy(96, 0), toy(0, 1), tmp_path / "runs", "cpu", quiet=True)
+    assert not (tmp_path / "runs").exists()
 
 
 def test_nothing_untrained_is_cached(tmp_path):

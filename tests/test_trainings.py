@@ -109,3 +109,15 @@ def test_the_cache_directory_follows_the_environment(monkeypatch, tmp_path):
     assert str(trainings.models_dir()) == ".cache/models"
     monkeypatch.setenv("RANKCOLLAPSE_MODELS", str(tmp_path))
     assert trainings.models_dir() == tmp_path and trainings.models_dir("x").name == "x"
+
+
+def test_a_cache_that_cannot_be_written_ends_with_one_line_and_no_traceback(tiny, tmp_path,
+                                                                           capsys):
+    blocker = tmp_path / "a-file"  # a cache folder that cannot be made: under a file
+    blocker.write_text("")
+    argv = ["--profile", "tiny", "--task", "pairs", "--normalization", "softmax", "--seed",
+            "3", "--device", "cpu", "--cache-dir", str(blocker / "models")]
+    assert trainings.main(argv) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert str(blocker / "models") in err and "writable --cache-dir" in err

@@ -372,3 +372,27 @@ def test_calibration_of_a_wide_margin_matches_the_plain_loop(direction):
     c = calibration(tests, direction, 2, runs=60, seed=4)
     assert (c.false_rate, c.power, c.power_every) == plain_calibration(tests, direction, 2, 60,
                                                                        4, 1.5)
+
+
+@pytest.mark.parametrize("typo", ["More", "Parity", "bigger", "agree", "Reproduced"])
+def test_a_misspelt_verdict_word_is_an_error_never_another_verdict(typo):
+    """Each rule refuses a word it does not know, wherever the word enters it."""
+    from rankcollapse.verdicts import iterations_verdict
+
+    with pytest.raises(ValueError, match="unknown"):
+        mechanism_verdict(["agrees", typo])
+    with pytest.raises(ValueError, match="unknown"):
+        iterations_verdict({"text": {50: "parity", 5: typo}})
+    with pytest.raises(ValueError, match="unknown"):
+        Result("part", "text", 1.2, typo, "agrees")
+    with pytest.raises(ValueError, match="unknown"):
+        claim_verdict(["agrees", typo])
+
+
+@pytest.mark.parametrize("runs, effect", [(0, 1.5), (-3, 1.5), (2.5, 1.5), (True, 1.5),
+                                          (10, 1.0), (10, float("nan"))])
+def test_calibration_refuses_a_bad_number_of_runs_or_effect(runs, effect):
+    """Zero runs once gave a NaN rate with a warning; an effect of 1 a power at no effect."""
+    results = [Result("p", "t", 1.2, "more", "agrees", 1.1, 1.3, 0.95, (8,), sd=(0.1,))]
+    with pytest.raises((TypeError, ValueError), match="runs|effect"):
+        calibration(results, "more", 1, runs=runs, effect=effect)

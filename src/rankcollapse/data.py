@@ -34,7 +34,7 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 import torch
@@ -384,9 +384,7 @@ def _download_verified(rec: DatasetRecord, dataset: str, file: str, path: Path) 
 def _standin_path(name: str) -> Path:
     """The shipped stand-in file of `name`, after checking its sha256."""
     (file, expected), = record(name).files.items()
-    path = standin_dir() / name / file
-    remedy = (f"Restore it with `git checkout -- data/{name}` or rebuild it with "
-              f"`python data/build_standins.py` (see data/{name}/PROVENANCE.md).")
+    path, remedy = standin_dir() / name / file, _standin_remedy(name)
     if not path.exists():
         raise DataError(f"the offline stand-in {path} is missing. {remedy}")
     actual = sha256_file(path)
@@ -396,6 +394,35 @@ def _standin_path(name: str) -> Path:
     return path
 
 
+def _standin_remedy(name: str) -> str:
+    return (f"Restore it with `git checkout -- data/{name}` or rebuild it with "
+            f"`python data/build_standins.py` (see data/{name}/PROVENANCE.md).")
+
+
+def _check_examples(path: str | Path, split: str, x, y: np.ndarray, rec: DatasetRecord,
+                    remedy: str) -> None:
+    """DataError naming `path` and the problem unless one split's examples `x` (texts, or
+    images) and labels `y` fit `rec`: at least one example, integer labels `(N,)` one per
+    example, each in `0 .. len(classes) - 1`, and images uint8 `(N, side, side)`. A matching
+    sha256 proves a file is the one recorded, not that what was recorded is right (a bad
+    rebuild of a stand-in), and a wrong label or shape would otherwise train silently."""
+    n_classes = len(rec.classes)
+    if len(y) == 0:
+        problem = "no example"
+    elif y.ndim != 1 or y.dtype.kind not in "iu":
+        problem = f"labels are {y.dtype} {y.shape}, expected integers (N,)"
+    elif len(x) != len(y):
+        problem = f"{len(x)} examples but {len(y)} labels"
+    elif y.min() < 0 or y.max() >= n_classes:
+        problem = (f"labels {y.min()} .. {y.max()}, outside 0 .. {n_classes - 1} for the "
+                   f"{n_classes} classes")
+    elif rec.kind == "image" and (x.dtype != np.uint8 or x.shape[1:] != (rec.side, rec.side)):
+        problem = f"images are {x.dtype} {x.shape}, expected uint8 (N, {rec.side}, {rec.side})"
+    else:
+        return
+    raise DataError(f"{path}, {split} split: {problem}. {remedy}")
+
+
 MAX_MEMBER_BYTES = 32 * 2**20  # one archive member, uncompressed (a PetImages photo: < 1 MiB)
 MAX_ARCHIVE_BYTES = 4 * 2**30  # a whole archive, uncompressed (PetImages: about 0.8 GiB)
 MANIFEST = "MANIFEST.sha256"  # in an extracted folder: "<sha256>  <size>  <path>" per file
@@ -403,12 +430,16 @@ MANIFEST = "MANIFEST.sha256"  # in an extracted folder: "<sha256>  <size>  <path
 
 def safe_extract(zip_path: str | Path, dest: str | Path) -> None:
     """Extract every member of `zip_path` under `dest`, refusing (UnsafeArchiveError naming
-    the member; nothing is written for a bad path or size) an archive with a member whose
-    path is absolute or leaves `dest` (e.g. `../evil.txt`), a member or a total above
-    `MAX_MEMBER_BYTES` / `MAX_ARCHIVE_BYTES` uncompressed (declared or actually read: a zip
-    bomb), or a member whose data disagree with its declared size or checksum. Then writes
-    `dest/MANIFEST.sha256`, the digest and size of every extracted file, which
-    `verify_extracted` checks before the folder is trusted again."""
+    the archive and the member; nothing is written for a bad name or size) an archive with
+    - a member whose path is absolute or leaves `dest` (e.g. `../evil.txt`);
+    - a member or a total above `MAX_MEMBER_BYTES` / `MAX_ARCHIVE_BYTES` uncompressed
+      (declared or actually read: a zip bomb);
+    - two members for the same file (a duplicate name, or the same path spelled twice, e.g.
+      `a/./b`), or a name with a line break: the folder would never match its manifest;
+    - a member whose data disagree with its declared size or checksum.
+    Then writes `dest/MANIFEST.sha256`, the digest and size of every extracted file, which
+    `verify_extracted` checks before the folder is trusted again and which lists the only
+    files `load` reads from it."""
     dest = Path(dest).resolve()
 
     def refuse(member: str, why: str) -> UnsafeArchiveError:
@@ -418,10 +449,19 @@ def safe_extract(zip_path: str | Path, dest: str | Path) -> None:
 
     with zipfile.ZipFile(zip_path) as archive:
         members = [m for m in archive.infolist() if not m.is_dir()]
+        writer: dict[Path, str] = {}  # each file to write -> the member that writes it
         for m in members:
-            if not (dest / m.filename).resolve().is_relative_to(dest):
+            target = (dest / m.filename).resolve()
+            if not target.is_relative_to(dest):
                 raise refuse(m.filename, f"would be written outside {dest} (absolute path "
                                          f"or '..')")
+            if target in writer:
+                raise refuse(m.filename, f"would overwrite member {writer[target]!r}: the "
+                                         f"archive holds that file twice")
+            writer[target] = m.filename
+            if "\n" in m.filename:
+                raise refuse(m.filename, "has a line break in its name, which the manifest "
+                                         "cannot record")
             if m.file_size > MAX_MEMBER_BYTES:
                 raise refuse(m.filename, f"declares {m.file_size:,} bytes, more than the "
                                          f"limit of {MAX_MEMBER_BYTES:,}")
@@ -454,30 +494,48 @@ _VERIFIED: set[tuple[Path, float]] = set()  # (folder, manifest mtime) verified 
 
 
 def verify_extracted(folder: Path) -> bool:
-    """Whether every file recorded in `folder`'s manifest is there with its digest and size
-    (and the manifest itself matches its own digest). A folder is hashed once per process
-    (PetImages: about 0.8 GB) unless its manifest changes."""
+    """Whether `folder` matches its manifest (see `extraction_mismatch`)."""
+    return extraction_mismatch(folder) is None
+
+
+def extraction_mismatch(folder: Path) -> str | None:
+    """None when every file recorded in `folder`'s manifest is there with its digest and size,
+    and the manifest is well formed and matches its own digest; otherwise what differs, naming
+    the file. Files the manifest does not list are not looked at: they are never loaded
+    either (`_extracted_cats_dogs`). A folder is hashed once per process (PetImages: about
+    0.8 GB) unless its manifest changes."""
     manifest = folder / MANIFEST
     stamp = (folder.resolve(), manifest.stat().st_mtime) if manifest.is_file() else None
     if stamp in _VERIFIED:
-        return True
-    if not _verify(folder):
-        return False
-    _VERIFIED.add(stamp)
-    return True
-
-
-def _verify(folder: Path) -> bool:
+        return None
     try:
-        check_verified(folder / MANIFEST)
-    except CorruptFile:
-        return False
-    for line in (folder / MANIFEST).read_text().splitlines():
-        digest, size, name = line.split("  ", 2)
+        check_verified(manifest)
+    except CorruptFile as error:
+        return str(error)
+    try:
+        entries = _manifest(folder)
+    except ValueError as error:  # UnicodeDecodeError included
+        return f"{manifest} is not lines of '<sha256>  <size>  <path>' ({error})"
+    for digest, size, name in entries:
         path = folder / name
-        if not path.is_file() or path.stat().st_size != int(size) or sha256_file(path) != digest:
-            return False
-    return True
+        if not path.is_file():
+            return f"{path} is missing"
+        if path.stat().st_size != size or sha256_file(path) != digest:
+            return f"{path} differs from the file extracted"
+    _VERIFIED.add(stamp)
+    return None
+
+
+def _manifest(folder: Path) -> list[tuple[str, int, str]]:
+    """(sha256, size, path) of every file the manifest of `folder` records; ValueError when
+    it is not UTF-8 lines of `<sha256>  <size>  <path>`. Lines end at "\\n" only (not
+    `splitlines`, which also splits at characters a file name may hold)."""
+    entries = []
+    for line in (folder / MANIFEST).read_bytes().decode("utf-8").split("\n"):
+        if line:
+            digest, size, name = line.split("  ", 2)
+            entries.append((digest, int(size), name))
+    return entries
 
 
 # ----------------------------------------------------------------------------- text
@@ -503,14 +561,34 @@ def read_ag_news_csv(path: str | Path, expected_rows: int | None = None
     return texts, np.array(labels, dtype=np.int64)
 
 
+WORDNET4_COLUMNS = ("split", "label", "synset", "title", "description")
+
+
 def _read_wordnet4(split: str) -> tuple[list[str], np.ndarray]:
     """Texts (synset words + " " + gloss, built like AG's title + description) and labels of
-    the committed WordNet-4 stand-in."""
-    with gzip.open(_standin_path("wordnet4"), "rt", encoding="utf-8", newline="") as f:
-        rows = [row for row in csv.DictReader(f) if row["split"] == split]
-    classes = record("wordnet4").classes
-    texts = [f"{row['title']} {row['description']}" for row in rows]
-    return texts, np.array([classes.index(row["label"]) for row in rows], dtype=np.int64)
+    the committed WordNet-4 stand-in. Every row must have a value in each column, a split of
+    `SPLITS` and a label among the classes, and both splits must pass `_check_examples`,
+    whichever is asked for: a bad rebuild is refused at first use (DataError naming the row)."""
+    rec, path, remedy = record("wordnet4"), _standin_path("wordnet4"), _standin_remedy("wordnet4")
+    with gzip.open(path, "rt", encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    texts, labels = {s: [] for s in SPLITS}, {s: [] for s in SPLITS}
+    for number, row in enumerate(rows, start=2):  # row 1 is the header
+        if None in row or None in row.values() or not row.keys() >= set(WORDNET4_COLUMNS):
+            problem = f"expected one value in each of the columns {', '.join(WORDNET4_COLUMNS)}"
+        elif row["split"] not in SPLITS:
+            problem = f"split {row['split']!r}, expected one of {', '.join(SPLITS)}"
+        elif row["label"] not in rec.classes:
+            problem = f"label {row['label']!r}, expected one of {', '.join(rec.classes)}"
+        else:
+            texts[row["split"]].append(f"{row['title']} {row['description']}")
+            labels[row["split"]].append(rec.classes.index(row["label"]))
+            continue
+        raise DataError(f"{path}, row {number}: {problem}. {remedy}")
+    arrays = {s: np.array(labels[s], dtype=np.int64) for s in SPLITS}
+    for s in SPLITS:
+        _check_examples(path, s, texts[s], arrays[s], rec, remedy)
+    return texts[split], arrays[split]
 
 
 def _read_texts(name: str, split: str, root: Path) -> tuple[list[str], np.ndarray]:
@@ -573,19 +651,27 @@ def read_idx(path: str | Path, magic: int) -> np.ndarray:
 
 def _read_mnist(split: str, root: Path) -> tuple[np.ndarray, np.ndarray]:
     """Real MNIST: uint8 images `(N, 1, 28, 28)`, int64 labels `(N,)`."""
-    images_file, labels_file = MNIST_FILES[split]
-    images = read_idx(_ensure_file("mnist", images_file, root), IDX_IMAGES)
-    labels = read_idx(_ensure_file("mnist", labels_file, root), IDX_LABELS)
-    if len(images) != len(labels) or labels.max(initial=0) > 9:
-        raise DataError(f"MNIST {split}: {len(images)} images but {len(labels)} labels "
-                        f"(max {labels.max(initial=0)}); the files do not belong together")
+    images_path, labels_path = (_ensure_file("mnist", f, root) for f in MNIST_FILES[split])
+    images, labels = read_idx(images_path, IDX_IMAGES), read_idx(labels_path, IDX_LABELS)
+    _check_examples(f"{images_path} with {labels_path}", split, images, labels,
+                    record("mnist"), "The files do not belong together; delete them to "
+                    "download them again.")
     return images[:, None], labels.astype(np.int64)
 
 
 def _read_npz_standin(name: str, split: str) -> tuple[np.ndarray, np.ndarray]:
-    """A committed image stand-in: uint8 images `(N, 1, 28, 28)`, int64 labels `(N,)`."""
-    with np.load(_standin_path(name)) as arrays:
-        return arrays[f"x_{split}"][:, None], arrays[f"y_{split}"].astype(np.int64)
+    """A committed image stand-in: uint8 images `(N, 1, 28, 28)`, int64 labels `(N,)`. The
+    arrays `x_<split>`, `y_<split>` of both splits must be there and pass `_check_examples`,
+    whichever is asked for: a bad rebuild is refused at first use."""
+    path, remedy = _standin_path(name), _standin_remedy(name)
+    keys = [f"{xy}_{s}" for s in SPLITS for xy in "xy"]
+    with np.load(path) as npz:
+        if missing := [key for key in keys if key not in npz.files]:
+            raise DataError(f"{path} lacks the arrays {missing}. {remedy}")
+        arrays = {key: npz[key] for key in keys}
+    for s in SPLITS:
+        _check_examples(path, s, arrays[f"x_{s}"], arrays[f"y_{s}"], record(name), remedy)
+    return arrays[f"x_{split}"][:, None], arrays[f"y_{split}"].astype(np.int64)
 
 
 def cats_dogs_split(name: str) -> str:
@@ -595,36 +681,38 @@ def cats_dogs_split(name: str) -> str:
     return "test" if digest % CATS_DOGS_TEST_MOD == 0 else "train"
 
 
-def _pet_images_dir(root: Path) -> Path:
-    """The PetImages folder, extracted from the verified zip on first use. Extraction goes to
-    a `.part` folder renamed when complete; an existing folder is used only when every file
-    matches the digest its manifest recorded at extraction, and extracted anew otherwise."""
+def _extracted_cats_dogs(root: Path) -> tuple[Path, list[str]]:
+    """The folder the verified zip is extracted into on first use, and the files its
+    manifest lists: the only files ever loaded, so that a file added to the folder later
+    (an extra photo in `Cat/`) never becomes data; it is ignored, and the folder still
+    matches. Extraction goes to a `.part` folder renamed when complete; an existing folder is
+    used only when it matches its manifest (`extraction_mismatch`), extracted anew otherwise."""
     folder = root / "cats_dogs" / "extracted"
     with file_lock(root / "cats_dogs" / ".extract.lock"):
-        return _extracted(root, folder) / "PetImages"
+        if folder.is_dir() and (mismatch := extraction_mismatch(folder)):
+            print(f"warning: {folder} does not match its manifest; extracting it again "
+                  f"({mismatch})", flush=True)
+            shutil.rmtree(folder)
+        if not folder.is_dir():
+            zip_path = _ensure_file("cats_dogs", CATS_DOGS_ZIP, root)
+            part = folder.with_name("extracted.part")
+            shutil.rmtree(part, ignore_errors=True)
+            safe_extract(zip_path, part)
+            os.replace(part, folder)
+        return folder, [name for _, _, name in _manifest(folder)]
 
 
-def _extracted(root: Path, folder: Path) -> Path:
-    if folder.is_dir() and not verify_extracted(folder):
-        print(f"warning: {folder} does not match its manifest; extracting it again", flush=True)
-        shutil.rmtree(folder)
-    if not folder.is_dir():
-        zip_path = _ensure_file("cats_dogs", CATS_DOGS_ZIP, root)
-        part = folder.with_name("extracted.part")
-        shutil.rmtree(part, ignore_errors=True)
-        safe_extract(zip_path, part)
-        os.replace(part, folder)
-    return folder
-
-
-def _pet_files(pet_dir: Path, split: str) -> list[tuple[Path, int]]:
-    """(path, label) of the split's .jpg files (label 0 Cat, 1 Dog), sorted by name."""
+def _pet_files(folder: Path, listed: list[str], split: str) -> list[tuple[Path, int]]:
+    """(path, label) of the split's .jpg files among the `listed` files of the extracted
+    `folder` (label 0 for `PetImages/Cat/`, 1 for `PetImages/Dog/`), sorted by name."""
     files = []
     for label, cls in enumerate(record("cats_dogs").classes):
-        if not (pet_dir / cls).is_dir():
-            raise DataError(f"{pet_dir / cls} is missing: the extracted archive is not "
-                            f"PetImages. Delete {pet_dir.parent} to extract it again.")
-        files += [(p, label) for p in sorted((pet_dir / cls).iterdir())
+        members = sorted(p for p in map(PurePosixPath, listed)
+                         if p.parent == PurePosixPath("PetImages", cls))
+        if not members:
+            raise DataError(f"{folder} holds no file in PetImages/{cls}/: the archive is not "
+                            f"PetImages. Delete {folder.parent} to start over.")
+        files += [(folder / p, label) for p in members
                   if p.suffix.lower() == ".jpg" and cats_dogs_split(f"{cls}/{p.name}") == split]
     return files
 
@@ -647,7 +735,7 @@ def _read_cats_dogs(split: str, root: Path, size: int, limit: int | None
                     ) -> tuple[np.ndarray, np.ndarray, int]:
     """uint8 images `(N, 3, size, size)`, int64 labels `(N,)` and the number of undecodable
     files skipped, walking the split's files in the fixed order until `limit` images."""
-    files = _pet_files(_pet_images_dir(root), split)
+    files = _pet_files(*_extracted_cats_dogs(root), split)
     images, labels, skipped = [], [], 0
     for i in tqdm(_fixed_order(len(files)), desc=f"cats_dogs {split}", unit="img"):
         if len(images) == limit:

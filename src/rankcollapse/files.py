@@ -158,13 +158,18 @@ def write_verified(path: str | Path, write: Callable[[Path], object]) -> Path:
 
 def check_verified(path: str | Path) -> Path:
     """`path` if its recorded sha256 matches its bytes; CorruptFile naming the problem
-    otherwise (missing file, missing digest, mismatch)."""
+    otherwise (missing file, missing digest, a digest that is not text, mismatch)."""
     path, digest = Path(path), _digest_path(Path(path))
     if not path.is_file():
         raise CorruptFile(f"{path} is missing")
     if not digest.is_file():
         raise CorruptFile(f"{path} has no recorded digest ({digest.name})")
-    expected, actual = digest.read_text().strip(), sha256_file(path)
+    try:
+        expected = digest.read_bytes().decode("ascii").strip()
+    except UnicodeDecodeError as error:
+        raise CorruptFile(f"{digest} is not a text digest ({error.reason} at byte "
+                          f"{error.start})") from error
+    actual = sha256_file(path)
     if actual != expected:
         raise CorruptFile(f"{path}: sha256 {actual} differs from the recorded {expected}")
     return path

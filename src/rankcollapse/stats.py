@@ -36,6 +36,7 @@ parity with that probability if the true ratio were 1.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -71,6 +72,34 @@ def floats(x) -> np.ndarray:
     return np.asarray(x, dtype=float)
 
 
+def check_level(level) -> float:
+    """`level` if it is a confidence level (a real number strictly between 0 and 1), else a
+    ValueError naming it."""
+    if isinstance(level, bool) or not isinstance(level, numbers.Real) or not 0 < level < 1:
+        raise ValueError(f"a confidence level lies strictly between 0 and 1; got {level!r}")
+    return float(level)
+
+
+def check_margin(margin) -> float:
+    """`margin` if it is a parity margin (a finite real number >= 0: 0.1 means within a
+    factor 1.1), else a ValueError naming it."""
+    if isinstance(margin, bool) or not isinstance(margin, numbers.Real) \
+            or not math.isfinite(margin) or margin < 0:
+        raise ValueError(f"a parity margin is a finite number >= 0 (0.1: within a factor "
+                         f"1.1 of 1); got {margin!r}")
+    return float(margin)
+
+
+def check_count(name: str, value, least: int = 1) -> int:
+    """`value` if it is a whole number of at least `least` (numpy integers too), else a
+    TypeError or ValueError naming `name`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a whole number; got {value!r} ({type(value).__name__})")
+    if value < least:
+        raise ValueError(f"{name} must be at least {least}; got {value}")
+    return int(value)
+
+
 def significant(x: float, digits: int = 3) -> str:
     """`digits` significant digits for prose: 0.909, 1.00, 555, 1530, 2.5e-07 (four:
     0.9987, 1.000, for ratios judged within a narrow margin)."""
@@ -100,11 +129,10 @@ def mostly_at_floor(at_floor, total):
 def family_level(family: int, level: float = LEVEL) -> float:
     """The level of each of `family` intervals that hold together with probability `level`
     (Bonferroni): 1 - (1 - level) / family."""
-    if family < 1 or int(family) != family:
-        raise ValueError(f"a family has a positive whole number of members; got {family}")
-    if not 0 < level < 1:
-        raise ValueError(f"a confidence level lies strictly between 0 and 1; got {level}")
-    return 1 - (1 - level) / family
+    if isinstance(family, bool) or not isinstance(family, numbers.Real) or family < 1 \
+            or int(family) != family:
+        raise ValueError(f"a family has a positive whole number of members; got {family!r}")
+    return 1 - (1 - check_level(level)) / family
 
 
 # ----------------------------------------------------------------------------- intervals
@@ -147,7 +175,7 @@ class Estimate:
 
     def interval(self, level: float) -> tuple[float, float, float]:
         """(ratio, low, high): the ratio exp(log_ratio) and its two-sided `level` t interval."""
-        half = t_quantile(0.5 + level / 2, self.df) * self.se
+        half = t_quantile(0.5 + check_level(level) / 2, self.df) * self.se
         return (math.exp(self.log_ratio), math.exp(self.log_ratio - half),
                 math.exp(self.log_ratio + half))
 
@@ -161,8 +189,9 @@ class Estimate:
         if direction not in OUTCOMES:
             raise ValueError(f"a test's direction is one of {', '.join(map(repr, OUTCOMES))}; "
                              f"got {direction!r}")
-        t_level = t_quantile(0.5 + level / 2, self.df) * self.se
-        t_power = t_quantile(power, self.df) * self.se
+        check_margin(margin)
+        t_level = t_quantile(0.5 + check_level(level) / 2, self.df) * self.se
+        t_power = t_quantile(check_level(power), self.df) * self.se
         if direction in ("parity", "no more", "no less"):
             return math.exp(t_level + t_power)
         return math.exp(max(t_level, math.log1p(margin)) + t_power)
@@ -196,14 +225,13 @@ def groups_estimate(reference, other) -> Estimate:
 
 def found_of(ratio: float, low: float, high: float, margin: float = MARGIN) -> str:
     """What an interval [low, high] around `ratio` finds (see the module docstring)."""
+    check_margin(margin)
     values = (ratio, low, high)
     if not all(np.isfinite(values)):
         return "undecided"
     if not (0 < low <= ratio <= high):
         raise ValueError(f"an interval needs 0 < low <= ratio <= high; got low={low}, "
                          f"ratio={ratio}, high={high}")
-    if margin < 0:
-        raise ValueError(f"a margin is non-negative; got {margin}")
     top, bottom = 1 + margin, 1 / (1 + margin)
     if bottom <= low and high <= top:
         return "parity"
@@ -305,6 +333,7 @@ def compare(softmax, sinkhorn, *, margin: float = MARGIN, floor: float = 0.0,
 
     Values at or below `floor` are censored (see the module docstring); `direction` only
     sets how `detectable` is stated (a difference, or parity)."""
+    check_level(level), check_margin(margin)
     a, b = floats(softmax), floats(sinkhorn)
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError(f"paired comparisons need two 1-D arrays of equal length; got shapes "
@@ -322,6 +351,7 @@ def compare_groups(reference, other, *, margin: float = MARGIN, floor: float = 0
     Welch's t interval; values at or below `floor` are censored at it, and when both groups
     are mostly there the comparison is a tie (`groups_tied`: no verdict). `units` counts the
     smaller group; 'more' means `other` is the larger."""
+    check_level(level), check_margin(margin)
     groups = [floats(v) for v in (reference, other)]
     if any(g.ndim != 1 for g in groups):
         raise ValueError("compare_groups needs two 1-D arrays")

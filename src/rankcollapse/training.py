@@ -165,7 +165,7 @@ def train(cfg: TrainConfig, train_data: Dataset, test_data: Dataset,
     papermill logs). `stop_after` stops after that many steps in this call (for tests of
     resume), returning a result with `steps` < the total and caching nothing final.
     """
-    _check_trainable(cfg, train_data)
+    _check_trainable(cfg, train_data, test_data)
     run = Path(cache_dir) / cfg.key(train_data)
     dev = resolve_device(device)
     with file_lock(run / "lock"):
@@ -175,11 +175,15 @@ def train(cfg: TrainConfig, train_data: Dataset, test_data: Dataset,
         return _train(run, cfg, train_data, test_data, dev, quiet, stop_after)
 
 
-def _check_trainable(cfg: TrainConfig, data: Dataset) -> None:
-    """Refuse, naming the dataset and configuration, what would cache an untrained model."""
+def _check_trainable(cfg: TrainConfig, data: Dataset, test_data: Dataset) -> None:
+    """Refuse, naming the dataset and configuration, what would cache an untrained model or
+    an accuracy measured on nothing."""
     where = f"dataset {cfg.dataset!r} ({cfg.model.kind} model, {cfg.model.encoder.normalization}, seed {cfg.seed})"
     if len(data) == 0:
         raise TrainingError(f"the training set of {where} is empty: nothing to train on")
+    if len(test_data) == 0:
+        raise TrainingError(f"the test set of {where} is empty: no accuracy can be measured "
+                            f"(and no learning curve); pass a test set with examples")
     if cfg.epochs < 1 or cfg.batch_size < 1:
         raise TrainingError(f"{where}: epochs={cfg.epochs} and batch_size={cfg.batch_size} "
                             f"must be at least 1, or training makes no step")
@@ -275,13 +279,22 @@ def optimizer_step(model: Classifier, optimizer, batch, lr: float, bf16: bool = 
 
 
 def _test_identity(data: Dataset) -> dict:
-    """What identifies the test set an accuracy was measured on."""
-    return {"test_size": len(data), "test_source": getattr(data, "source", "")}
+    """What identifies the test set an accuracy was measured on: its content (a digest of
+    its tensors), not only its size and name."""
+    return {"test_size": len(data), "test_source": getattr(data, "source", ""),
+            "test_digest": data_digest(data)}
+
+
+def _recorded(cfg: TrainConfig) -> dict:
+    """The configuration as `result.json` records it (JSON values; `checkpoint_every`, which
+    does not change the weights, left out)."""
+    fields = {k: v for k, v in asdict(cfg).items() if k != "checkpoint_every"}
+    return json.loads(json.dumps(fields, default=str))
 
 
 _STATE_KEYS = {"step", "losses", "epoch_loss", "seconds", "curve"}
-_RESULT_KEYS = {"test_accuracy", "train_seconds", "steps", "losses", "config", "test_size",
-                "test_source", "curve"}
+_RESULT_KEYS = {"test_accuracy", "train_seconds", "steps", "losses", "config", "key",
+                "test_size", "test_source", "test_digest", "curve"}
 
 
 def _save(obj, path: Path) -> None:
@@ -325,13 +338,28 @@ def _finish(run: Path, cfg: TrainConfig, model: Classifier, state: dict, test_da
     _save(model.state_dict(), run / "model.pt")
     result = {"test_accuracy": accuracy, "train_seconds": state["seconds"],
               "steps": state["step"], "losses": state["losses"], "curve": state["curve"],
-              "config": asdict(cfg),
-              **_test_identity(test_data)}
+              "config": _recorded(cfg), "key": run.name, **_test_identity(test_data)}
     write_verified(run / "result.json",
                    lambda tmp: tmp.write_text(json.dumps(result, indent=1, default=str)))
     _drop_checkpoint(run)
     return TrainResult(model.eval(), cfg, accuracy, state["seconds"], state["step"],
                        state["losses"], False, state["curve"])
+
+
+def _check_same_run(record: Path, result: dict, cfg: TrainConfig, key: str) -> None:
+    """CorruptFile unless the finished run at `record` is the one asked for: its recorded key
+    is its folder's and its recorded configuration the requested one (a run copied under
+    another key, by a careless sync between machines, would be served as a model it is not)."""
+    if result["key"] != key:
+        raise CorruptFile(f"{record} records the run {result['key']!r}, not {key!r}: it was "
+                          f"copied from another run")
+    wanted = _recorded(cfg)
+    differ = sorted(k for k in set(wanted) | set(result["config"])
+                    if result["config"].get(k) != wanted.get(k))
+    if differ:
+        raise CorruptFile(f"{record} records another configuration ({differ[0]}: "
+                          f"{result['config'].get(differ[0])!r}, requested "
+                          f"{wanted.get(differ[0])!r})")
 
 
 def _load_finished(run: Path, cfg: TrainConfig, device: torch.device,
@@ -350,6 +378,7 @@ def _load_finished(run: Path, cfg: TrainConfig, device: torch.device,
             raise CorruptFile(f"{record} is not valid JSON ({error})") from error
         if not (isinstance(result, dict) and _RESULT_KEYS <= set(result)):
             raise CorruptFile(f"{record} lacks the fields of a finished run")
+        _check_same_run(record, result, cfg, run.name)
         model = build_model(cfg.model).to(device)
         model.load_state_dict(_load(run / "model.pt", device))
     except (CorruptFile, RuntimeError, KeyError, TypeError) as error:
@@ -357,7 +386,7 @@ def _load_finished(run: Path, cfg: TrainConfig, device: torch.device,
             set_aside(run / name, str(error).splitlines()[0])
         return None
     accuracy = result["test_accuracy"]
-    if any(result.get(k) != v for k, v in _test_identity(test_data).items()):
+    if any(result[k] != v for k, v in _test_identity(test_data).items()):
         accuracy = evaluate(model, test_data, device)
     return TrainResult(model.eval(), cfg, accuracy, result["train_seconds"],
                        result["steps"], result["losses"], True, result["curve"])

@@ -182,8 +182,22 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns 0, or 1 with one line saying why when a file cannot be written or
+    read (a model cache that is not writable, say)."""
     cli = parser()
     args = cli.parse_args(argv)
+    try:
+        return _main(cli, args)
+    except OSError as error:
+        cache = models_dir(args.cache_dir)
+        where = str(getattr(error, "filename", "") or "")
+        hint = (f" (the model cache {cache}: choose a writable --cache-dir or "
+                f"$RANKCOLLAPSE_MODELS)" if where.startswith(str(cache)) else "")
+        print(f"rankcollapse-train: {error}{hint}", file=sys.stderr)
+        return 1
+
+
+def _main(cli: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.list:
         print("\n".join(t.command(args.device if args.device != "auto" else "cuda")
                         for t in planned(args.profile)))

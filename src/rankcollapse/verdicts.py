@@ -12,11 +12,13 @@ often each rule finds the paper's result where it is false, and its power.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .stats import (FOUND, LEVEL, MARGIN, MIN_UNITS, POWER, WORDS, digits_for, family_level,
+from .stats import (FOUND, LEVEL, MARGIN, MIN_UNITS, POWER, WORDS, check_count, check_margin,
+                    digits_for, family_level,
                     found_of,
                     groups_estimate, mostly_at_floor, outcome_of, paired_estimate, significant)
 
@@ -74,12 +76,19 @@ class Result:
     def __post_init__(self):
         if self.outcome not in OUTCOMES:
             raise ValueError(f"unknown outcome {self.outcome!r}; valid: {', '.join(OUTCOMES)}")
+        if self.found not in FOUND + CHECK_FOUND:
+            raise ValueError(f"unknown result {self.found!r} ({self.part}, {self.task}); "
+                             f"valid: {', '.join(FOUND + CHECK_FOUND)}")
+        check_margin(self.margin)
         if self.low is not None and self.high is not None and self.low > self.high:
             raise ValueError(f"inverted interval {self.low}–{self.high} ({self.part}, "
                              f"{self.task})")
 
     def record(self) -> dict:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items()}
+
+
+CHECK_FOUND = ("passes", "fails", "not checked")  # what a numerical check found
 
 
 def check_result(part: str, task: str, number: float | None, holds: bool | None,
@@ -145,6 +154,9 @@ def mechanism_verdict(outcomes: list[str]) -> str:
     the path is broken, on condition that Sinkhorn is ahead with it): *supported* where
     every decided test agrees, *not supported* where every decided test is against or
     opposite, *mixed* when both occur, *undecided* when none is decided."""
+    unknown = set(outcomes) - set(OUTCOMES)
+    if unknown:
+        raise ValueError(f"unknown outcomes {sorted(unknown)}; valid: {', '.join(OUTCOMES)}")
     decided = {"supported" if o == "agrees" else "not supported"
                for o in outcomes if o not in ("undecided", "untested")}
     if not outcomes:
@@ -162,6 +174,9 @@ def iterations_verdict(found: dict[str, dict[float, str]]) -> tuple[str, float]:
     ('fewer iterations suffice', k) when k is below the most; ('all iterations needed',
     most) when some task at the next count down loses accuracy beyond the margin
     ('less'); ('undecided', most) otherwise."""
+    unknown = {w for per in found.values() for w in per.values()} - set(FOUND)
+    if unknown:
+        raise ValueError(f"unknown results {sorted(unknown)}; valid: {', '.join(FOUND)}")
     counts = sorted({k for per in found.values() for k in per}, reverse=True)
     if not counts or any(set(per) != set(counts) for per in found.values()):
         raise ValueError("every task needs a result at every iteration count")
@@ -295,6 +310,10 @@ def calibration(results: list[Result], direction: str, family: int, runs: int = 
                 seed: int = 0, effect: float = 1.5) -> Calibration | None:
     """`Calibration` of a claim from its tests' design (units, observed spread and margin
     per test); None for a claim without statistical tests or without a direction."""
+    check_count("runs", runs)
+    if not (isinstance(effect, numbers.Real) and math.isfinite(effect) and effect > 1):
+        raise ValueError(f"the effect at which power is stated is a ratio above 1; got "
+                         f"{effect!r}")
     tests = [r for r in results if r.units]
     if not tests or direction not in ("more", "less", "parity", "no more", "no less"):
         return None

@@ -41,7 +41,7 @@ from traitlets.config import Config
 
 from rankcollapse import __version__
 from rankcollapse.devices import DEVICES, resolve_device
-from rankcollapse.files import atomic_write_text, digest_files, module_sources
+from rankcollapse.files import atomic_write_text, digest_files, module_sources, sha256_file
 from rankcollapse.profiles import PROFILES, get_profile
 from rankcollapse.trainings import seed_argument
 from rankcollapse_book.chapter import FIGURE_DIR, caption_note, fill_execution_time, find_root
@@ -127,7 +127,8 @@ def read_record(project: Project, name: str) -> dict | None:
         record = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return record if isinstance(record, dict) and {"key", "seconds"} <= set(record) else None
+    fields = {"key", "seconds", "notebook_sha256"}
+    return record if isinstance(record, dict) and fields <= set(record) else None
 
 
 def check_kernel() -> None:
@@ -199,17 +200,22 @@ def describe_failure(project: Project, name: str, error: papermill.PapermillExec
 
 
 def run_chapter(project: Project, name: str, parameters: dict) -> Outcome:
-    """Execute `name` unless its cache record matches; write the record after success."""
+    """Execute `name` unless its cache record matches (the key, and the sha256 of the executed
+    notebook: a truncated or edited notebook is executed again); write the record after
+    success."""
     key = cache_key(project, name, parameters)
     record = read_record(project, name)
-    if record and record["key"] == key and project.output(name).is_file() \
+    output = project.output(name)
+    if record and record["key"] == key and output.is_file() \
+            and sha256_file(output) == record["notebook_sha256"] \
             and not missing_exports(project, name):
         return Outcome(name, "cached", 0.0,
                        f"cached (executed in {record['seconds']:.1f} s earlier)")
     project.record(name).unlink(missing_ok=True)  # a failure below must not leave a stale hit
     seconds = execute(project, name, parameters)
     atomic_write_text(project.record(name), json.dumps(
-        {"key": key, "seconds": seconds, "parameters": parameters}, indent=1))
+        {"key": key, "seconds": seconds, "parameters": parameters,
+         "notebook_sha256": sha256_file(output)}, indent=1))
     return Outcome(name, "ok", seconds, f"executed in {seconds:.1f} s")
 
 
@@ -368,9 +374,20 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None, project: Project | None = None) -> int:
-    """Entry point; returns (and as a script exits with) the status: 0 ok, 1 failed, 2 refused."""
+    """Entry point; returns (and as a script exits with) the status: 0 ok, 1 failed (with one
+    line saying why when a file cannot be written or read: a cache folder that is not
+    writable, say), 2 refused."""
     cli = parser()
     args = cli.parse_args(argv)
+    try:
+        return _main(cli, args, project)
+    except OSError as error:
+        print(f"rankcollapse-book: {error}", file=sys.stderr)
+        return 1
+
+
+def _main(cli: argparse.ArgumentParser, args: argparse.Namespace,
+          project: Project | None) -> int:
     root = find_root(Path.cwd())
     if project is None and root is None:
         raise SystemExit(f"no _toc.yml in {Path.cwd()} or above; run this inside the book's "
@@ -378,6 +395,8 @@ def main(argv: list[str] | None = None, project: Project | None = None) -> int:
     project = project or Project(root)
     if args.command in ("run", "all"):
         valid = project.chapter_names()
+        if not valid:
+            cli.error(f"no chapter sources (NN_name.py) in {project.notebooks}: nothing to run")
         names = [n.removesuffix(".py") for n in args.chapters] or valid
         unknown = [n for n in names if n not in valid]
         if unknown:

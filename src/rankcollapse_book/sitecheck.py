@@ -2,21 +2,37 @@
 
     python -m rankcollapse_book.sitecheck _build/html [--screenshots _build/screenshots]
 
-Every HTML page is loaded in headless Chromium (after its scripts, MathJax included, have run:
-`--dump-dom` with a virtual-time budget), with every host but the local files unreachable. In
-the rendered page: every internal link and image must resolve to a file of the site (and a
-`#fragment` to an element id of that page), no script or stylesheet may come from another
-host (the book must render offline), no raw TeX may be left (`\\(`, `\\[`, `$$` outside
-code), no Python object stood in for a glued value (`<IPython.core.display.Markdown
-object>`), and a redirect must stay on the site. Exit status 1 when anything is wrong, with
-one line per problem; a missing or empty site is an error too.
+Every HTML page is opened in one headless Chromium driven through its DevTools protocol over a
+pipe (`--remote-debugging-pipe`), with every host but the local files unreachable (no host
+name resolves, every connection goes to a proxy port where nothing listens, WebRTC sends no
+UDP). A page counts as loaded once its main frame's network has gone idle with no redirect
+pending; then its fonts and MathJax are waited for. For each page the check records
+
+- every request the page makes (`Network.requestWillBeSent`, `Network.webSocketCreated`):
+  scripts, stylesheets, CSS `@import`, fonts, `url()` in a style, images of any kind
+  (`srcset`, `poster`, SVG `<image>`, `<input type=image>`), frames, objects, `fetch()`,
+  XMLHttpRequest, WebSockets, from markup and scripts alike;
+- the page's final address once it has loaded (after any meta refresh or script redirect);
+- the rendered DOM,
+
+and reports, one line each:
+
+- a request that leaves the site folder: anything but a `file:` URL inside the site and
+  `data:`, `blob:` or `about:` (the book must render offline; no other host is reached);
+- a final address outside the site folder, or a redirect to a page that does not exist;
+- a page that does not finish loading within `PAGE_TIMEOUT` s (a script that never ends,
+  say), after which the check goes on with the next page;
+- in the rendered page: an internal link or image that resolves to no file of the site (or
+  a `#fragment` to no element id of that page), raw TeX (`\\(`, `\\[`, `$$` outside code),
+  a Python object where a glued value was meant (`<IPython.core.display.Markdown object>`).
+
+Exit status 1 when anything is wrong; a missing or empty site is an error too.
 
 With `--screenshots DIR`, every page (redirects aside) is also photographed at two window
 widths, 1300 px (a laptop: the sidebars beside the text) and 800 px (a narrow window: no
 sidebars), at its full height (at most `MAX_HEIGHT` px): the page `book/claims.html` gives
-`DIR/book/claims-1300.png` and `DIR/book/claims-800.png`. The screenshots are taken through
-Chromium's DevTools protocol over a pipe (`--remote-debugging-pipe`), which can size the
-viewport to the page once it has rendered; `--screenshot` on the command line cannot.
+`DIR/book/claims-1300.png` and `DIR/book/claims-800.png`. The protocol can size the viewport
+to the page once it has rendered; `--screenshot` on the command line cannot.
 """
 
 from __future__ import annotations
@@ -32,6 +48,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
+from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -41,29 +59,33 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run
                   "--disable-sync", "--disable-quic", "--hide-scrollbars"]
 # Nothing but the local files is reachable: every host name fails to resolve, and every
 # connection (loopback and IP literals included) goes to a proxy port where nothing listens.
-# An external resource is then never fetched; the page scan still reports that it was asked.
+# WebRTC would send its UDP (STUN to an IP literal) past both, so it may use no UDP that does
+# not go through the proxy, i.e. none: Chromium honours `--webrtc-ip-handling-policy`,
+# content shell and the old headless shell `--force-webrtc-ip-handling-policy`.
+# An external resource is then never fetched; the browser's events still tell that it was asked.
 OFFLINE_FLAGS = ["--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9",
-                 "--proxy-bypass-list=<-loopback>"]
+                 "--proxy-bypass-list=<-loopback>",
+                 "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+                 "--force-webrtc-ip-handling-policy=disable_non_proxied_udp"]
+LOCAL_SCHEMES = ("data", "blob", "about")  # URLs that fetch nothing from outside the page
+STARTUP = 60  # s that Chromium may take to start
+PAGE_TIMEOUT = 30  # s that one page may take to load, or to be photographed
 WIDTHS = (1300, 800)  # window widths of the screenshots, px
 MAX_HEIGHT = 40000  # px; a longer page is cut there (the claims ledger at 800 px: about 34,000)
 RAW_TEX = ("\\(", "\\[", "$$")
 RAW_DOLLAR = re.compile(r"\$[^$\s][^$\n]{0,80}\$")  # $x^2$ left as text
 LEAKED_REPR = re.compile(r"<[\w.]+ object(?: at 0x[0-9a-f]+)?>")  # a repr, not a value
-REDIRECT = re.compile(r'<meta http-equiv="Refresh" content="\d+; url=([^"]+)"', re.I)
 
 
 class PageScan(HTMLParser):
-    """Links, images, external resources, element ids and visible text of one page."""
+    """Links, images, element ids and visible text of one page."""
 
     SKIP = ("code", "pre", "script", "style", "textarea")  # text inside is not prose
-    NAVIGATION = {"canonical", "alternate", "next", "prev", "index", "search", "author",
-                  "license", "help"}  # <link rel> values the browser does not fetch
 
     def __init__(self):
         super().__init__(convert_charrefs=True)
         self.links: list[str] = []
         self.images: list[str] = []
-        self.resources: list[str] = []  # scripts and stylesheets
         self.ids: set[str] = set()
         self.text: list[str] = []
         self._skip = 0
@@ -76,12 +98,6 @@ class PageScan(HTMLParser):
             self.links.append(a["href"])
         if tag == "img" and a.get("src"):
             self.images.append(a["src"])
-        if tag in ("script", "img", "iframe", "source", "video", "audio", "embed") \
-                and a.get("src"):
-            self.resources.append(a["src"])
-        rel = set((a.get("rel") or "").split())
-        if tag == "link" and a.get("href") and not rel <= self.NAVIGATION:
-            self.resources.append(a["href"])  # stylesheets, icons, fonts, preloads
         if tag in self.SKIP:
             self._skip += 1
 
@@ -112,7 +128,8 @@ def _ids(path: Path, cache: dict[Path, set[str]]) -> set[str]:
 
 
 def check_page(page: Path, html: str, site: Path, ids_cache: dict) -> tuple[list[str], dict]:
-    """Problems of one rendered page, and counts of what was checked."""
+    """Problems of one rendered page (links, images, TeX, glued objects), and counts of
+    what was checked."""
     found = scan(html)
     problems, where = [], page.relative_to(site)
     for url in found.links + found.images:
@@ -127,8 +144,6 @@ def check_page(page: Path, html: str, site: Path, ids_cache: dict) -> tuple[list
         elif parts.fragment and target.suffix == ".html" \
                 and unquote(parts.fragment) not in _ids(target, ids_cache):
             problems.append(f"{where}: link {url} points to a missing anchor")
-    problems += [f"{where}: loads {url} from another host (the book must render offline)"
-                 for url in found.resources if not _internal(url)]
     text = "\n".join(found.text)  # no raw-TeX match across two elements
     problems += [f"{where}: raw TeX {tex!r} left in the page (math did not render)"
                  for tex in RAW_TEX if tex in text]
@@ -144,15 +159,78 @@ def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def render(browser: str, page: Path, profile: Path) -> str:
-    """The page's DOM after its scripts ran."""
-    args = [browser, *CHROMIUM_FLAGS, *OFFLINE_FLAGS, f"--user-data-dir={profile}",
-            "--virtual-time-budget=10000", "--dump-dom"]
-    done = subprocess.run([*args, page.resolve().as_uri()], capture_output=True, text=True,
-                          timeout=120)
-    if done.returncode != 0:
-        raise RuntimeError(f"chromium failed on {page}: {done.stderr[-500:]}")
-    return done.stdout
+def site_path(url: str, site: Path) -> Path | None:
+    """The path inside the site folder that a `file:` URL names; None for any other URL (one
+    of another scheme, or a file outside the folder)."""
+    parts = urlsplit(url)
+    if parts.scheme != "file" or parts.netloc not in ("", "localhost"):
+        return None
+    path, root = Path(unquote(parts.path)).resolve(), site.resolve()
+    return path if path == root or root in path.parents else None
+
+
+def leaves_site(url: str, site: Path) -> bool:
+    """Whether fetching `url` reaches outside the site folder (data:, blob: and about: URLs
+    are made in the page itself)."""
+    return urlsplit(url).scheme not in LOCAL_SCHEMES and site_path(url, site) is None
+
+
+@dataclass
+class Visit:
+    """What opening one page did, as the browser's events tell it."""
+
+    frame: str  # id of the tab's main frame
+    requests: list[str] = field(default_factory=list)  # URLs the page asked for, in order
+    address: str = ""  # main frame's address (a failed navigation: the one it failed to reach)
+    document: str = ""  # loader id of the main frame's current document
+    idle: str = ""  # loader id of the last main-frame document whose network went idle
+    loading: bool = False  # the main frame is loading a document
+    redirect_pending: bool = False  # a meta refresh or a script's navigation is scheduled
+    redirected: bool = False  # the main frame holds another document than the page
+
+    def record(self, event: dict) -> None:
+        """Keep what `event` says about the page's requests or its main frame. The main
+        frame's navigations are left out of `requests`: they are judged by where the page ends
+        up; so are the requests of the page it redirected to, which is checked on its own."""
+        method, params = event["method"], event.get("params", {})
+        main = self.frame in (params.get("frameId"), params.get("frame", {}).get("id"))
+        if method in ("Network.requestWillBeSent", "Network.webSocketCreated"):
+            navigation = main and params.get("type") == "Document"
+            if not (navigation or self.redirected):
+                self.requests.append(params.get("request", params)["url"])
+        elif main and method == "Page.frameNavigated":
+            self.redirected = bool(self.document)  # a second document in the main frame
+            self.address = params["frame"].get("unreachableUrl") or params["frame"]["url"]
+            self.document = params["frame"]["loaderId"]
+        elif main and method in ("Page.frameStartedLoading", "Page.frameStoppedLoading"):
+            self.loading = method == "Page.frameStartedLoading"
+        elif main and method in ("Page.frameScheduledNavigation",
+                                 "Page.frameClearedScheduledNavigation"):
+            self.redirect_pending = method == "Page.frameScheduledNavigation"
+        elif main and method == "Page.lifecycleEvent" and params["name"] == "networkIdle":
+            self.idle = params["loaderId"]
+
+    @property
+    def loaded(self) -> bool:
+        """The main frame's document has gone idle and nothing is about to replace it (a
+        scheduled navigation is cleared only once the next one has started loading)."""
+        return (bool(self.document) and self.idle == self.document and not self.loading
+                and not self.redirect_pending)
+
+
+def check_visit(page: Path, visit: Visit, site: Path) -> list[str]:
+    """Problems of what opening `page` did: requests that left the site folder, and a final
+    address outside it or missing."""
+    where = page.relative_to(site)
+    problems = [f"{where}: loads {url} from outside the site (the book must render offline)"
+                for url in dict.fromkeys(visit.requests) if leaves_site(url, site)]
+    target = site_path(visit.address, site)
+    if target is None:
+        problems.append(f"{where}: ends up at {visit.address}, outside the site")
+    elif not target.is_file():
+        problems.append(f"{where}: redirects to {target.relative_to(site.resolve())}, "
+                        f"which does not exist")
+    return problems
 
 
 def screenshot_name(page: Path, site: Path, width: int) -> Path:
@@ -162,11 +240,14 @@ def screenshot_name(page: Path, site: Path, width: int) -> Path:
     return relative.with_name(f"{relative.stem}-{width}.png")
 
 
+class Unresponsive(RuntimeError):
+    """The browser sent nothing before the deadline: a page's script never ends, say."""
+
+
 class DevTools:
     """One headless Chromium driven through the DevTools protocol over a pipe (messages are
-    JSON, each ended by a NUL byte; Chromium reads fd 3 and writes fd 4)."""
-
-    TIMEOUT = 120  # s without a message from the browser: it hangs
+    JSON, each ended by a NUL byte; Chromium reads fd 3 and writes fd 4), with one tab whose
+    requests and navigations are recorded in `visit`."""
 
     # Resolves once the page has loaded, its fonts are ready and MathJax has typeset.
     SETTLED = """new Promise(done => {
@@ -178,7 +259,9 @@ class DevTools:
       document.readyState === "complete" ? settle() : addEventListener("load", settle);
     })"""
 
-    def __init__(self, browser: str, profile: Path):
+    def __init__(self, browser: str, profile: Path, timeout: float):
+        self.timeout = timeout  # s that one page may take to load, or to be photographed
+        self.deadline = time.monotonic() + STARTUP
         read_end, self._to_browser = os.pipe()
         self._from_browser, write_end = os.pipe()
         # above fd 10 first, so that moving them to 3 and 4 in the child clobbers neither
@@ -197,26 +280,33 @@ class DevTools:
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for fd in high:
             os.close(fd)
-        self._buffer, self._last, self._events = b"", 0, []
+        self._buffer, self._last, self.visit, self.width = b"", 0, None, WIDTHS[0]
         target = self.call("Target.createTarget", url="about:blank")["targetId"]
         self.session = self.call("Target.attachToTarget", targetId=target,
                                  flatten=True)["sessionId"]
-        self.call("Page.enable", self.session)
+        for method in ("Page.enable", "Network.enable"):
+            self.call(method, self.session)
+        self.call("Page.setLifecycleEventsEnabled", self.session, enabled=True)
+        self.frame = self.call("Page.getFrameTree", self.session)["frameTree"]["frame"]["id"]
 
     def _message(self) -> dict:
+        """The next message from the browser; an event is recorded in `visit` on the way."""
         while b"\0" not in self._buffer:
-            if not select.select([self._from_browser], [], [], self.TIMEOUT)[0]:
-                raise RuntimeError(f"chromium sent nothing for {self.TIMEOUT} s")
+            left = self.deadline - time.monotonic()
+            if left <= 0 or not select.select([self._from_browser], [], [], left)[0]:
+                raise Unresponsive("chromium sent nothing before the deadline")
             chunk = os.read(self._from_browser, 1 << 20)
             if not chunk:
                 raise RuntimeError("chromium closed the DevTools pipe")
             self._buffer += chunk
         raw, self._buffer = self._buffer.split(b"\0", 1)
-        return json.loads(raw)
+        message = json.loads(raw)
+        if "method" in message and self.visit:
+            self.visit.record(message)
+        return message
 
     def call(self, method: str, session: str | None = None, **params) -> dict:
-        """Send one command and return its result; events that arrive meanwhile are kept
-        for `wait_for`."""
+        """Send one command and return its result."""
         self._last += 1
         message = {"id": self._last, "method": method, "params": params}
         if session:
@@ -224,46 +314,52 @@ class DevTools:
         os.write(self._to_browser, json.dumps(message).encode() + b"\0")
         while True:
             reply = self._message()
-            if "method" in reply:
-                self._events.append(reply["method"])
-            elif reply.get("id") == self._last:
+            if reply.get("id") == self._last:
                 if "error" in reply:
                     raise RuntimeError(f"chromium: {method}: {reply['error']}")
                 return reply["result"]
 
-    def wait_for(self, event: str) -> None:
-        """Wait until the event `event` (e.g. Page.loadEventFired) has arrived."""
-        while event not in self._events:
-            reply = self._message()
-            if "method" in reply:
-                self._events.append(reply["method"])
+    def _viewport(self, height: int) -> None:
+        self.call("Emulation.setDeviceMetricsOverride", self.session, width=self.width,
+                  height=height, deviceScaleFactor=1, mobile=False)
 
-    def _settled_height(self) -> int:
-        result = self.call("Runtime.evaluate", self.session, expression=self.SETTLED,
-                           awaitPromise=True, returnByValue=True, timeout=60000)
-        return int(result["result"]["value"])
+    def _evaluate(self, expression: str):
+        result = self.call("Runtime.evaluate", self.session, expression=expression,
+                           awaitPromise=True, returnByValue=True)
+        return result["result"]["value"]
 
-    def screenshot(self, page: Path, width: int, path: Path) -> int:
-        """Write a PNG of `page` at window width `width`, full height (at most MAX_HEIGHT);
-        return its height in px."""
-        def viewport(height: int) -> None:
-            self.call("Emulation.setDeviceMetricsOverride", self.session, width=width,
-                      height=height, deviceScaleFactor=1, mobile=False)
-
-        viewport(900)
-        self._events.clear()
+    def open(self, page: Path, width: int) -> Visit:
+        """Load `page` in a window `width` px wide, until it has loaded (see Visit.loaded);
+        return what the loading did (further requests keep being recorded there)."""
+        self.deadline = time.monotonic() + self.timeout
+        self.width = width
+        self._viewport(900)
+        self.visit = Visit(self.frame)
         self.call("Page.navigate", self.session, url=page.resolve().as_uri())
-        self.wait_for("Page.loadEventFired")
-        height = min(self._settled_height(), MAX_HEIGHT)
-        viewport(height)  # the whole page in the viewport: lazy content renders too
-        height = min(self._settled_height(), MAX_HEIGHT)
-        viewport(height)
+        while not self.visit.loaded:
+            self._message()
+        return self.visit
+
+    def rendered(self) -> str:
+        """The open page's DOM once its fonts are ready and MathJax has typeset."""
+        self._evaluate(self.SETTLED)
+        return self._evaluate("document.documentElement.outerHTML")
+
+    def screenshot(self, path: Path) -> int:
+        """Write a PNG of the open page, full height (at most MAX_HEIGHT); return its height
+        in px."""
+        self.deadline = time.monotonic() + self.timeout
+        height = min(self._evaluate(self.SETTLED), MAX_HEIGHT)
+        self._viewport(height)  # the whole page in the viewport: lazy content renders too
+        height = min(self._evaluate(self.SETTLED), MAX_HEIGHT)
+        self._viewport(height)
         data = self.call("Page.captureScreenshot", self.session, format="png")["data"]
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(data))
         return height
 
     def close(self) -> None:
+        self.deadline = time.monotonic() + 10
         try:
             self.call("Browser.close")
         except RuntimeError:
@@ -277,26 +373,32 @@ class DevTools:
             self.process.wait()
 
 
-def take_screenshots(browser: str, site: Path, pages: list[Path], folder: Path,
-                     profile: Path) -> list[Path]:
-    """Screenshots of `pages` at every width of WIDTHS into `folder` (see module doc)."""
+def check_in_browser(tools: DevTools, page: Path, site: Path, ids_cache: dict,
+                     screenshots: Path | None) -> tuple[list[str], dict | None, list[Path]]:
+    """Open `page` and check what it requested, where it ended up and what it rendered;
+    photograph it into `screenshots` at every width of WIDTHS. The counts are None for a
+    page that redirects (its target is checked as a page of its own)."""
+    visit = tools.open(page, WIDTHS[0])
+    if site_path(visit.address, site) != page.resolve():
+        return check_visit(page, visit, site), None, []
+    html = tools.rendered()
+    problems = check_visit(page, visit, site)  # after rendering: MathJax may fetch fonts
+    page_problems, counts = check_page(page, html, site, ids_cache)
     shots = []
-    tools = DevTools(browser, profile)
-    try:
-        for page in pages:
-            for width in WIDTHS:
-                path = folder / screenshot_name(page, site, width)
-                tools.screenshot(page, width, path)
-                shots.append(path)
-    finally:
-        tools.close()
-    return shots
+    for width in WIDTHS if screenshots else ():
+        if width != WIDTHS[0]:
+            tools.open(page, width)
+        shots.append(screenshots / screenshot_name(page, site, width))
+        tools.screenshot(shots[-1])
+    return problems + page_problems, counts, shots
 
 
-def check_site(site: Path, screenshots: Path | None = None, browser: str | None = None
-               ) -> tuple[list[str], dict]:
-    """Load every page of `site` in the browser and check it (see module doc); with
-    `screenshots`, photograph every rendered page there (totals["screenshots"]: the files)."""
+def check_site(site: Path, screenshots: Path | None = None, browser: str | None = None,
+               page_timeout: float = PAGE_TIMEOUT) -> tuple[list[str], dict]:
+    """Open every page of `site` in the browser and check it (see module doc); with
+    `screenshots`, photograph every rendered page there (totals["screenshots"]: the files).
+    A page that takes over `page_timeout` s to load (or to be photographed) is reported, and
+    the check goes on with the next page."""
     browser = browser or chromium()
     if browser is None:
         raise SystemExit("chromium not found: install Debian's `chromium` package "
@@ -307,30 +409,29 @@ def check_site(site: Path, screenshots: Path | None = None, browser: str | None 
                    if not p.relative_to(site).parts[0].startswith(("_", ".")))
     if not pages:
         raise SystemExit(f"{site} holds no HTML page: the build is empty or incomplete")
-    problems, totals, ids_cache = [], {"pages": 0, "links": 0, "images": 0, "math": 0}, {}
-    rendered = []
+    problems, ids_cache = [], {}
+    totals = {"pages": 0, "links": 0, "images": 0, "math": 0, "screenshots": []}
     with tempfile.TemporaryDirectory() as profile:
-        for page in pages:
-            redirect = REDIRECT.search(page.read_text(errors="replace"))
-            if redirect:  # e.g. index.html: check its target instead of rendering it
-                if not _internal(redirect[1]):
-                    problems.append(f"{page.relative_to(site)}: redirects to another host, "
-                                    f"{redirect[1]}")
-                    continue
-                page_problems, _ = check_page(page, f'<a href="{redirect[1]}"></a>', site,
-                                              ids_cache)
+        tools = DevTools(browser, Path(profile), page_timeout)
+        try:
+            for page in pages:
+                try:
+                    page_problems, counts, shots = check_in_browser(tools, page, site,
+                                                                    ids_cache, screenshots)
+                except Unresponsive:
+                    page_problems, counts, shots = [
+                        f"{page.relative_to(site)}: did not finish loading within "
+                        f"{page_timeout:g} s (a script that never ends?)"], None, []
+                    tools.close()  # its tab hangs: go on in a fresh browser
+                    tools = DevTools(browser, Path(profile), page_timeout)
                 problems += page_problems
-                continue
-            html = render(browser, page, Path(profile))
-            rendered.append(page)
-            page_problems, counts = check_page(page, html, site, ids_cache)
-            problems += page_problems
-            totals["pages"] += 1
-            for key, value in counts.items():
-                totals[key] += value
-        if screenshots:
-            totals["screenshots"] = take_screenshots(browser, site, rendered, screenshots,
-                                                     Path(profile))
+                totals["screenshots"] += shots
+                if counts is not None:
+                    totals["pages"] += 1
+                    for key, value in counts.items():
+                        totals[key] += value
+        finally:
+            tools.close()
     return problems, totals
 
 
