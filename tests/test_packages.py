@@ -2,6 +2,7 @@
 works with its core dependencies alone; every third-party package it imports is declared."""
 
 import ast
+import os
 import shutil
 import subprocess
 import sys
@@ -84,7 +85,8 @@ def test_the_public_face():
 @pytest.mark.slow
 def test_pip_install_without_extras_then_import_every_module(tmp_path):
     """A real, non-editable install into a fresh virtual environment (core dependencies
-    only), then every science module and a stand-in dataset from the installed package."""
+    only), then every science module, a stand-in dataset and the Sinkhorn engine's C loops
+    (compiled from the installed source) from the installed package."""
     source = tmp_path / "source"  # pip builds in the source tree: keep the checkout clean
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
         ".git", ".venv", ".cache", "_build", "build", "*.egg-info", "chapters", "__pycache__"))
@@ -97,9 +99,12 @@ def test_pip_install_without_extras_then_import_every_module(tmp_path):
               f"for m in {science_modules()!r}: importlib.import_module(m)\n"
               "from rankcollapse.data import load, standin_dir\n"
               "assert 'site-packages' in str(standin_dir())\n"
+              "from rankcollapse import _sinkhorn_native as native\n"
+              "assert native.available() and 'site-packages' in str(native.SOURCE)\n"
               "print(len(load('mnist10k', 'test')))\n")
+    environment = {**os.environ, "RANKCOLLAPSE_NATIVE_DIR": str(tmp_path / "native")}
     done = subprocess.run([str(python), "-c", script], capture_output=True, text=True,
-                          cwd=tmp_path)
+                          cwd=tmp_path, env=environment)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "2000"
     tooling = subprocess.run([str(python), "-c", "import papermill"], capture_output=True)
