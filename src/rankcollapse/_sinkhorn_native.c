@@ -101,7 +101,7 @@ static inline f8 exp8(f8 z) {
         j += 8 * (w);                                                                   \
     } while (0)
 
-static void vec_mat(const float *restrict x, const float *restrict m, int64_t rows, int64_t s,
+static inline void vec_mat(const float *restrict x, const float *restrict m, int64_t rows, int64_t s,
                     float *restrict y) {
     int64_t j = 0;
     while (s - j >= 32) BLOCK(4);
@@ -112,9 +112,33 @@ static void vec_mat(const float *restrict x, const float *restrict m, int64_t ro
     }
 }
 
+/* y[0:s] += sum_r x[r xs] m[r ms : r ms + s] over `rows` rows (s a multiple of 8): a sum of
+ * scaled rows, in registers for up to 32 columns at a time. */
+static void accumulate(const float *restrict x, int64_t xs, const float *restrict m, int64_t ms,
+                       int64_t rows, int64_t s, float *restrict y) {
+    for (int64_t j = 0; j < s; j += 32) {
+        const int w = s - j >= 32 ? 4 : (int)(s - j) / 8;
+        f8 acc[4] = {{0}};
+        for (int64_t r = 0; r < rows; r++)
+            for (int q = 0; q < w; q++) acc[q] += x[r * xs] * load8(m + r * ms + j + 8 * q);
+        for (int q = 0; q < w; q++) store8(y + j + 8 * q, load8(y + j + 8 * q) + acc[q]);
+    }
+}
+
 static inline float clamped(float x) { return x < FLT_MIN ? FLT_MIN : x; } /* keeps NaN */
 
 static inline float inverse(float x) { return 1.0f / clamped(x); }
+
+/* out = 1 / max(y, FLT_MIN) for the first n of `s` entries (a multiple of 8), 0 beyond: in
+ * whole vectors, as a division left over after them would wait for the one before it. */
+static inline void invert(const float *y, int64_t n, int64_t s, float *out) { /* in place too */
+    const f8 tiny = all8(FLT_MIN);
+    for (int64_t j = 0; j < s; j += 8) {
+        const f8 x = load8(y + j);
+        store8(out + j, all8(1.0f) / choose(x < tiny, tiny, x));
+    }
+    for (int64_t j = n; j < s; j++) out[j] = 0.0f;
+}
 
 /* ------------------------------------------------------------------------- batches */
 
@@ -125,6 +149,7 @@ typedef void (*one_matrix)(const void *args, int64_t b, float *work);
 static int for_each(int64_t count, int threads, size_t floats, one_matrix fn,
                     const void *args) { /* `work` is aligned for f8 */
     int failed = 0;
+    threads = count > 8 ? threads : 1; /* a few matrices: not worth waking another thread */
 #pragma omp parallel num_threads(threads > 0 ? threads : 1) reduction(|| : failed)
     {
         float *work = aligned_alloc(32, (floats * sizeof(float) + 31) / 32 * 32);
@@ -143,8 +168,8 @@ static int for_each(int64_t count, int threads, size_t floats, one_matrix fn,
  * identity block: with `mask`, the sample's n real-token flags, a real row ignores the padded
  * keys and a padded row is e_i) into `soft` when it is not NULL, then K = S / (1^T S) into `k`
  * and K^T into `kt` (n rows of `s` floats, zero beyond n), and the inverse column sums into
- * `inverse_sums` (s floats). Returns whether a real entry of K lies below `floor` (`mask`: the sample's n real-token flags, or NULL): K would
- * underflow in the scaling domain, and then `kt` is not written. */
+ * `inverse_sums` (s floats). Returns whether a real entry of K lies below `floor` (`mask`: the
+ * sample's n real-token flags, or NULL): K would underflow in the scaling domain. */
 static int kernel(const float *logits, const uint8_t *mask, int64_t n, float floor, float *soft,
                   float *k, float *kt, float *inverse_sums) {
     const int64_t s = padded(n);
@@ -178,36 +203,46 @@ static int kernel(const float *logits, const uint8_t *mask, int64_t n, float flo
     }
     int any_nan = 0;
     for (int q = 0; q < 8; q++) any_nan |= nan[q];
-    /* ... then the rows' sums. */
-    for (int64_t i = 0; i < n; i++) {
-        f8 sum = all8(0.0f);
-        for (int64_t j = 0; j < s; j += 8) sum += load8(k + i * s + j);
-        const f8 scale = all8(any_nan ? NAN : 1.0f / sum8(sum));
-        for (int64_t j = 0; j < s; j += 8) store8(k + i * s + j, load8(k + i * s + j) * scale);
-    }
-    if (soft) memcpy(soft, k, (size_t)(n * s) * sizeof(float));
-    for (int64_t j = 0; j < s; j++) inverse_sums[j] = 0.0f;
-    for (int64_t i = 0; i < n; i++) /* column sums, then their inverses */
-        for (int64_t j = 0; j < s; j++) inverse_sums[j] += k[i * s + j];
-    for (int64_t j = 0; j < s; j++) inverse_sums[j] = j < n ? inverse(inverse_sums[j]) : 0.0f;
-    int low = 0;
+    /* ... then each row divided by its sum, the column sums gathered on the way, ... */
+    f8 columns[4] = {{0}}; /* s <= 32 here: the sums in registers; else in `inverse_sums` */
+    const int in_registers = s <= 32;
+    if (!in_registers)
+        for (int64_t j = 0; j < s; j++) inverse_sums[j] = 0.0f;
     for (int64_t i = 0; i < n; i++) {
         float *ki = k + i * s;
-        for (int64_t j = 0; j < s; j++) ki[j] *= inverse_sums[j];
+        f8 sum = all8(0.0f);
+        for (int64_t j = 0; j < s; j += 8) sum += load8(ki + j);
+        const f8 scale = all8(any_nan ? NAN : 1.0f / sum8(sum));
+        for (int64_t j = 0; j < s; j += 8) {
+            const f8 row = load8(ki + j) * scale;
+            store8(ki + j, row);
+            if (in_registers)
+                columns[j / 8] += row;
+            else
+                store8(inverse_sums + j, load8(inverse_sums + j) + row);
+        }
+    }
+    if (in_registers)
+        for (int64_t j = 0; j < s; j += 8) store8(inverse_sums + j, columns[j / 8]);
+    if (soft) memcpy(soft, k, (size_t)(n * s) * sizeof(float));
+    invert(inverse_sums, n, s, inverse_sums);
+    /* ... then K: each column divided by its sum, checked for underflow, and transposed. */
+    int low = 0;
+    for (int64_t j = 0; j < n; j++) memset(kt + j * s + n, 0, (size_t)(s - n) * sizeof(float));
+    for (int64_t i = 0; i < n; i++) {
+        float *ki = k + i * s;
+        for (int64_t j = 0; j < s; j += 8) store8(ki + j, load8(ki + j) * load8(inverse_sums + j));
+        for (int64_t j = 0; j < n; j++) kt[j * s + i] = ki[j];
         if (mask && !mask[i]) continue;
         for (int64_t j = 0; j < n; j++) low |= (ki[j] < floor) & (mask == NULL || mask[j]);
     }
-    if (low) return 1;
-    for (int64_t j = 0; j < n; j++) memset(kt + j * s + n, 0, (size_t)(s - n) * sizeof(float));
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = 0; j < n; j++) kt[j * s + i] = k[i * s + j];
-    return 0;
+    return low;
 }
 
 typedef struct {
     const float *logits;
     const uint8_t *mask;
-    int64_t n, half_steps;
+    int64_t count, n, half_steps;
     float tol, floor;
     float *p, *error;
     uint8_t *converged, *underflow;
@@ -221,49 +256,51 @@ typedef struct {
  * `error` is the marginal error left after the last half-step. A real entry of K below
  * `floor` would underflow in the scaling domain: the matrix is flagged and nothing is
  * written for it. */
-static void forward_one(const void *args, int64_t b, float *work) {
-    const forward_args *a = args;
+/* One matrix's scaling iteration: K and K^T (padded), the last product y, the scalings u, v. */
+typedef struct {
+    float *k, *kt, *y, *u, *v;
+    int running;
+} scaling;
+
+/* Half-step `step` (a row step when odd) of one matrix; before a row step, whether it has
+ * converged (then it stops: returns 1). */
+static inline int half_step(scaling *m, int64_t step, int64_t n, int64_t s, float tol) {
+    if (step % 2) { /* row step */
+        vec_mat(m->v, m->kt, n, s, m->y);
+        if (tol >= 0.0f) {
+            int above = 0; /* rows whose error exceeds tol; NaN counts: never converged */
+            for (int64_t i = 0; i < n; i++) above |= !(fabsf(m->u[i] * m->y[i] - 1.0f) <= tol);
+            if (!above) return 1;
+        }
+        invert(m->y, n, s, m->u);
+    } else { /* column step */
+        vec_mat(m->u, m->k, n, s, m->y);
+        invert(m->y, n, s, m->v);
+    }
+    return 0;
+}
+
+/* The last half-step as an explicit normalization into P, and the marginal error it leaves
+ * when the matrix did not converge. */
+static void finish(const forward_args *a, int64_t b, const scaling *m) {
     const int64_t n = a->n, s = padded(n);
     const uint8_t *mask = a->mask ? a->mask + b * n : NULL;
-    float *k = work, *kt = k + n * s, *y = kt + n * s, *u = y + s, *v = u + s;
-    float *p = a->p + b * n * n;
-    a->converged[b] = 0;
-    a->error[b] = 0.0f;
-    a->underflow[b] = (uint8_t)kernel(a->logits + b * n * n, mask, n, a->floor, NULL, k, kt, y);
-    if (a->underflow[b]) return;
-    for (int64_t i = 0; i < n; i++) u[i] = v[i] = 1.0f;
-    for (int64_t step = 3; step < a->half_steps; step++) {
-        if (step % 2) { /* row step */
-            vec_mat(v, kt, n, s, y);
-            if (a->tol >= 0.0f) {
-                int above = 0; /* rows whose error exceeds tol; NaN counts: never converged */
-                for (int64_t i = 0; i < n; i++) above |= !(fabsf(u[i] * y[i] - 1.0f) <= a->tol);
-                if (!above) {
-                    a->converged[b] = 1;
-                    break;
-                }
-            }
-            for (int64_t i = 0; i < n; i++) u[i] = inverse(y[i]);
-        } else { /* column step */
-            vec_mat(u, k, n, s, y);
-            for (int64_t j = 0; j < n; j++) v[j] = inverse(y[j]);
-        }
-    }
+    float *p = a->p + b * n * n, *y = m->y;
     if (a->half_steps % 2) { /* rows of K diag(v) */
-        vec_mat(v, kt, n, s, y);
+        vec_mat(m->v, m->kt, n, s, y);
         for (int64_t i = 0; i < n; i++) {
             const float r = inverse(y[i]);
-            for (int64_t j = 0; j < n; j++) p[i * n + j] = k[i * s + j] * v[j] * r;
+            for (int64_t j = 0; j < n; j++) p[i * n + j] = m->k[i * s + j] * m->v[j] * r;
         }
     } else { /* columns of diag(u) K */
-        vec_mat(u, k, n, s, y);
+        vec_mat(m->u, m->k, n, s, y);
         for (int64_t j = 0; j < n; j++) y[j] = inverse(y[j]);
         for (int64_t i = 0; i < n; i++)
-            for (int64_t j = 0; j < n; j++) p[i * n + j] = u[i] * k[i * s + j] * y[j];
+            for (int64_t j = 0; j < n; j++) p[i * n + j] = m->u[i] * m->k[i * s + j] * y[j];
     }
     if (a->converged[b]) return;
-    /* The marginal error the last half-step left: rows after a column step, columns after
-     * a row step, real lines only (`_sinkhorn_engine.nearly_converged`). */
+    /* rows after a column step, columns after a row step, real lines only
+     * (`_sinkhorn_engine.nearly_converged`) */
     float error = 0.0f;
     for (int64_t i = 0; i < n; i++) {
         if (mask && !mask[i]) continue;
@@ -275,13 +312,42 @@ static void forward_one(const void *args, int64_t b, float *work) {
     a->error[b] = error;
 }
 
+/* Matrices 2 pair and 2 pair + 1 side by side: each half-step of one is a chain of
+ * dependent operations, and the two chains run in the same time as one. */
+static void forward_pair(const void *args, int64_t pair, float *work) {
+    const forward_args *a = args;
+    const int64_t n = a->n, s = padded(n), first = 2 * pair;
+    const int count = first + 1 < a->count ? 2 : 1;
+    scaling m[2];
+    for (int q = 0; q < count; q++) {
+        const int64_t b = first + q;
+        float *w = work + q * (2 * n * s + 3 * s);
+        m[q] = (scaling){w, w + n * s, w + 2 * n * s, w + 2 * n * s + s, w + 2 * n * s + 2 * s, 1};
+        a->converged[b] = 0;
+        a->error[b] = 0.0f;
+        a->underflow[b] = (uint8_t)kernel(a->logits + b * n * n, a->mask ? a->mask + b * n : NULL,
+                                          n, a->floor, NULL, m[q].k, m[q].kt, m[q].y);
+        m[q].running = !a->underflow[b];
+        for (int64_t i = 0; i < s; i++) m[q].u[i] = m[q].v[i] = 1.0f;
+    }
+    for (int64_t step = 3; step < a->half_steps && (m[0].running || m[count - 1].running); step++)
+        for (int q = 0; q < count; q++)
+            if (m[q].running && half_step(&m[q], step, n, s, a->tol)) {
+                m[q].running = 0;
+                a->converged[first + q] = 1;
+            }
+    for (int q = 0; q < count; q++)
+        if (!a->underflow[first + q]) finish(a, first + q, &m[q]);
+}
+
 int rc_forward(const float *logits, const uint8_t *mask, int64_t count, int64_t n,
                int64_t half_steps, float tol, float floor, float *p, float *error,
                uint8_t *converged, uint8_t *underflow, int threads) {
-    const forward_args args = {logits, mask, n, half_steps, tol, floor, p, error, converged,
-                               underflow};
+    const forward_args args = {logits, mask, count, n, half_steps, tol, floor, p, error,
+                               converged, underflow};
     const int64_t s = padded(n);
-    return for_each(count, threads, (size_t)(2 * n * s + 3 * s), forward_one, &args);
+    return for_each((count + 1) / 2, threads, (size_t)(2 * (2 * n * s + 3 * s)), forward_pair,
+                    &args);
 }
 
 /* ------------------------------------------------------------------------- unrolled backward */
@@ -323,8 +389,7 @@ static void unrolled_one(const void *args, int64_t b, float *work) {
     for (int64_t t = 0; t < steps; t++) { /* even t: row steps, odd t: column steps */
         float *prod = products + t * s, *scale = scalings + t * s;
         vec_mat(t % 2 ? u : v, t % 2 ? k : kt, n, s, prod); /* K^T u : K v */
-        for (int64_t i = 0; i < n; i++) prod[i] = clamped(prod[i]);
-        for (int64_t i = 0; i < n; i++) scale[i] = 1.0f / prod[i];
+        invert(prod, n, s, scale);
         if (t % 2) v = scale; else u = scale;
     }
     /* The final normalization and its gradient: odd half_steps normalize the rows of
@@ -360,23 +425,30 @@ static void unrolled_one(const void *args, int64_t b, float *work) {
             gu[i] = acc;
         }
     }
-    /* Back through the half-steps: x = 1 / product, so d x / d product = -x / product. */
+    /* Back through the half-steps: x = 1 / product, so d x / d product = -x^2. Each
+     * step's gradient g_t (kept where its product was) adds an outer product to dK: g_t
+     * times the scaling before it for a row step, the other way round for a column step;
+     * they are summed at the end, row by row of dK, as products over the steps. */
     for (int64_t t = steps - 1; t >= 0; t--) {
-        const float *prod = products + t * s, *scale = scalings + t * s;
-        const float *before = t ? scalings + (t - 1) * s : ones;
+        float *g_t = products + t * s; /* the product, then the step's gradient */
+        const float *scale = scalings + t * s;
         if (t % 2 == 0) { /* row step: u = 1 / (K v_before) */
-            for (int64_t i = 0; i < n; i++) gs[i] = -gu[i] * scale[i] / prod[i];
-            vec_mat(gs, k, n, s, gv); /* K^T g */
+            for (int64_t i = 0; i < n; i++) g_t[i] = -gu[i] * scale[i] * scale[i];
+            vec_mat(g_t, k, n, s, gv); /* K^T g */
             memset(gu, 0, (size_t)s * sizeof(float));
-            for (int64_t i = 0; i < n; i++)
-                for (int64_t j = 0; j < n; j++) gk[i * s + j] += gs[i] * before[j];
         } else { /* column step: v = 1 / (K^T u_before) */
-            for (int64_t j = 0; j < n; j++) gs[j] = -gv[j] * scale[j] / prod[j];
-            vec_mat(gs, kt, n, s, gu); /* K g */
+            for (int64_t j = 0; j < n; j++) g_t[j] = -gv[j] * scale[j] * scale[j];
+            vec_mat(g_t, kt, n, s, gu); /* K g */
             memset(gv, 0, (size_t)s * sizeof(float));
-            for (int64_t i = 0; i < n; i++)
-                for (int64_t j = 0; j < n; j++) gk[i * s + j] += before[i] * gs[j];
         }
+    }
+    const int64_t rows = (steps - 1) / 2, cols = steps / 2; /* even t >= 2; odd t */
+    for (int64_t i = 0; i < n; i++) {
+        float *gi = gk + i * s;
+        if (steps) /* t = 0: the scaling before it is 1 */
+            for (int64_t j = 0; j < n; j++) gi[j] += products[i];
+        accumulate(products + 2 * s + i, 2 * s, scalings + s, 2 * s, rows, s, gi);
+        accumulate(scalings + i, 2 * s, products + s, 2 * s, cols, s, gi);
     }
     /* Half-step 2, K = S / c with c = 1^T S: dS = (dK - 1 (1^T (dK * K))) / c; then the
      * softmax: dlogits = S * (dS - (dS * S) 1). */
@@ -427,17 +499,21 @@ static void implicit_group(const void *args, int64_t group, float *work) {
     const int64_t n = a->n, *index = a->groups + 8 * group;
     f8 *p = (f8 *)work, *g = p + n * n, *u = g + n * n, *r = u + n * n, *c = r + n;
     f8 *beta = c + n, *y = beta + n, *m = y + n, shift;
+    float *lanes_p = (float *)p, *lanes_g = (float *)g; /* entry e of lane l: [8 e + l] */
     for (int l = 0; l < 8; l++) { /* into lanes */
         const int64_t b = index[l];
         const uint8_t *mask = a->mask ? a->mask + b * n : NULL;
+        const float *pb = a->p + b * n * n, *gb = a->g + b * n * n;
         float real = 0.0f;
         for (int64_t i = 0; i < n; i++) real += m[i][l] = (!mask || mask[i]) ? 1.0f : 0.0f;
         shift[l] = real > 0.0f ? 1.0f / real : 0.0f;
-        for (int64_t i = 0; i < n; i++)
-            for (int64_t j = 0; j < n; j++) {
-                p[i * n + j][l] = a->p[(b * n + i) * n + j];
-                g[i * n + j][l] = (!mask || (mask[i] && mask[j])) ? a->g[(b * n + i) * n + j] : 0.0f;
-            }
+        for (int64_t e = 0; e < n * n; e++) lanes_p[8 * e + l] = pb[e];
+        if (!mask)
+            for (int64_t e = 0; e < n * n; e++) lanes_g[8 * e + l] = gb[e];
+        else
+            for (int64_t i = 0; i < n; i++)
+                for (int64_t j = 0; j < n; j++)
+                    lanes_g[8 * (i * n + j) + l] = mask[i] && mask[j] ? gb[i * n + j] : 0.0f;
     }
     for (int64_t j = 0; j < n; j++) c[j] = (f8){0};
     for (int64_t i = 0; i < n; i++) {
@@ -451,12 +527,14 @@ static void implicit_group(const void *args, int64_t group, float *work) {
     for (int64_t j = 0; j < n; j++) beta[j] = c[j]; /* the right side c - P^T r */
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < n; j++) beta[j] -= p[i * n + j] * r[i];
-    for (int64_t i = 0; i < n; i++) /* A, upper triangle */
-        for (int64_t j = i; j < n; j++) u[i * n + j] = m[i] * m[j] * shift + (i == j ? 1.0f : 0.0f);
-    for (int64_t k = 0; k < n; k++)
-        for (int64_t i = 0; i < n; i++) {
-            const f8 pki = p[k * n + i];
-            for (int64_t j = i; j < n; j++) u[i * n + j] -= pki * p[k * n + j];
+    for (int64_t i = 0; i < n; i++) /* A, upper triangle: (P^T P)_ij summed in registers */
+        for (int64_t j = i; j < n; j += 4) {
+            const int w = n - j < 4 ? (int)(n - j) : 4;
+            f8 acc[4] = {{0}};
+            for (int64_t k = 0; k < n; k++)
+                for (int q = 0; q < w; q++) acc[q] += p[k * n + i] * p[k * n + j + q];
+            for (int q = 0; q < w; q++)
+                u[i * n + j + q] = m[i] * m[j + q] * shift + (i == j + q ? 1.0f : 0.0f) - acc[q];
         }
     int failed[8] = {0};
     for (int64_t j = 0; j < n; j++) { /* Cholesky, right-looking, in place */
@@ -485,6 +563,8 @@ static void implicit_group(const void *args, int64_t group, float *work) {
     for (int64_t i = 0; i < n; i++) { /* r - P beta, into r */
         for (int64_t j = 0; j < n; j++) r[i] -= p[i * n + j] * beta[j];
     }
+    for (int64_t i = 0; i < n; i++) /* the gradient, into g */
+        for (int64_t j = 0; j < n; j++) g[i * n + j] = p[i * n + j] * (g[i * n + j] - r[i] - beta[j]);
     for (int l = 0; l < 8; l++) { /* out of lanes */
         const int64_t b = index[l];
         if (failed[l]) {
@@ -492,9 +572,7 @@ static void implicit_group(const void *args, int64_t group, float *work) {
             continue;
         }
         float *out = a->grad + b * n * n;
-        for (int64_t i = 0; i < n; i++)
-            for (int64_t j = 0; j < n; j++)
-                out[i * n + j] = p[i * n + j][l] * (g[i * n + j][l] - r[i][l] - beta[j][l]);
+        for (int64_t e = 0; e < n * n; e++) out[e] = lanes_g[8 * e + l];
     }
 }
 
