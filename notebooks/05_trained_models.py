@@ -171,7 +171,10 @@ chapter.glue_text({"ch5_chance": tm.chance_sentence(results, TITLES),
 # Each model trains for a fixed number of epochs per task, chosen from learning curves
 # measured beforehand; after every epoch its loss and accuracy on the first
 # {glue:text}`ch5_heldout` test inputs are recorded (never used to stop or to select a
-# model). The criterion stated here: a model has *plateaued* when its held-out loss improved
+# model). Those curves are what the epochs were chosen from: the choice saw these test
+# inputs (the stand-in data hold no separate validation split), so the accuracies may be
+# slightly optimistic; the comparison of the two normalizations is not, as both train for
+# the same epochs. The criterion stated here: a model has *plateaued* when its held-out loss improved
 # by less than {glue:text}`ch5_fraction:g`% over its last {glue:text}`ch5_window` epochs
 # (a rise counts as no improvement). The learning rate decays to zero at the last step, so
 # a plateau at the end is partly the schedule's doing; the accuracy against chance and
@@ -199,7 +202,8 @@ chapter.show(plots.learning_curves(curves, TITLES), "fig-learning-curves", curve
 # The columns of the table: *accuracy* is the test accuracy (mean over seeds; *lowest*, the
 # worst seed), *last-epochs gain* the relative improvement of the held-out loss over the last
 # {glue:text}`ch5_window` epochs (median over seeds; negative when it rose), *plateaued* how
-# many seeds meet the criterion above. {glue:md}`ch5_convergence`
+# many seeds meet the criterion above; *test inputs* is the size of the test set both the
+# models and the linear baseline are scored on. {glue:md}`ch5_convergence`
 #
 # ## Rank decay of the hidden states
 #

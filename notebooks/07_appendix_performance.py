@@ -134,9 +134,9 @@ chapter.glue({"app_step_init": whole["default initialisation"],
 # %% [markdown]
 # At the `ci` shapes a whole training step with Sinkhorn attention costs
 # {glue:text}`app_step_init:.2f` times the softmax step at initialisation and
-# {glue:text}`app_step_trained:.2f` times with logit scale 1. The models of chapter 5 are
-# trained, and its accuracy table gives the training time of each: the ratio there is the
-# cost in practice, where attention matrices that converge slowly run all 50 iterations.
+# {glue:text}`app_step_trained:.2f` times with logit scale 1. Trained models have larger
+# logits, where more attention matrices converge slowly or run all 50 iterations: the next
+# section measures a step at their own weights.
 #
 # Timings on a shared machine move from run to run; the ratios, measured in the same process,
 # move much less.

@@ -123,8 +123,8 @@ def convergence_table(results: dict[str, dict[tuple[str, int], TrainResult]],
                       data: dict[str, tuple[Dataset, Dataset]], titles: dict[str, str]
                       ) -> pd.DataFrame:
     """Per task and normalization: the test accuracy (mean over seeds, and the lowest), chance
-    (1 / classes), the linear baseline's test accuracy on the same data (`baselines`), the
-    held-out loss's relative improvement over the last `PLATEAU["window"]` epochs (median over
+    (1 / classes), the linear baseline's test accuracy on the same data (`baselines`) and the
+    number of test inputs both are measured on, the held-out loss's relative improvement over the last `PLATEAU["window"]` epochs (median over
     seeds) and how many seeds meet the plateau criterion."""
     window, fraction = PLATEAU["window"], PLATEAU["fraction"]
     baseline = {role: linear_baseline(*data[role]) for role in results}
@@ -139,29 +139,53 @@ def convergence_table(results: dict[str, dict[tuple[str, int], TrainResult]],
                          "accuracy": np.mean([r.test_accuracy for r in runs]),
                          "lowest": min(r.test_accuracy for r in runs),
                          "chance": 1 / len(data[role][0].classes),
-                         "linear baseline": baseline[role], "epochs": runs[0].config.epochs,
+                         "linear baseline": baseline[role],
+                         "test inputs": len(data[role][1]), "epochs": runs[0].config.epochs,
                          "last-epochs gain": float(np.median(gains)) if gains else np.nan,
                          "plateaued": f"{sum(plateaued(r.curve, window, fraction) for r in runs)}"
                                       f" of {len(runs)}"})
     return pd.DataFrame(rows)
 
 
+def baseline_noise(table: pd.DataFrame) -> pd.Series:
+    """Twice the standard error of the linear baseline's accuracy from its test set alone
+    (binomial, sqrt(p (1 - p) / inputs)): a Transformer nearer to it than this is level
+    with it."""
+    p = table["linear baseline"]
+    return 2 * np.sqrt(p * (1 - p) / table["test inputs"])
+
+
 def convergence_sentence(table: pd.DataFrame) -> str:
-    """What `convergence_table` says, in words: where the Transformers stay below the linear
-    baseline, and where fewer than all seeds meet the plateau criterion."""
-    below = [f"{r.task}, {display(r.normalization)} "
-             f"({r.accuracy:.3f} against {r['linear baseline']:.3f})"
-             for _, r in table.iterrows() if r.accuracy < r["linear baseline"]]
-    open_ = [f"{r.task}, {display(r.normalization)} ({r.plateaued})"
-             for _, r in table.iterrows()
-             if not r.plateaued.startswith(r.plateaued.split(" of ")[-1] + " ")]
+    """What `convergence_table` says, in words: where the Transformers are level with the
+    linear baseline (within `baseline_noise`) or below it, and then whether more epochs could
+    help (the held-out loss still falling) or not (every seed has plateaued: they generalise
+    worse than the linear model on these data); and where fewer than all seeds meet the
+    plateau criterion."""
+    noise = baseline_noise(table)
+    every = table["plateaued"].map(lambda k: k.startswith(k.split(" of ")[-1] + " "))
+    gap = table["accuracy"] - table["linear baseline"]
+
+    def named(rows: pd.DataFrame) -> str:
+        return "; ".join(f"{r.task}, {display(r.normalization)} ({r.accuracy:.3f} against "
+                         f"{r['linear baseline']:.3f})" for _, r in rows.iterrows())
+
     words = []
-    if below:
-        words.append("The Transformers stay below the linear baseline on " + "; ".join(below)
-                     + ": at this budget they are not trained to what the data allow, and "
-                     "their attention is that of models still learning.")
-    else:
+    level, below = table[gap.abs() < noise], table[gap <= -noise]
+    if len(level):
+        words.append(f"The Transformers are level with the linear baseline on {named(level)}: "
+                     f"nearer to it than twice its sampling error on the test set.")
+    if len(below[every[below.index]]):
+        words.append(f"They stay below it on {named(below[every[below.index]])} with their "
+                     f"held-out loss no longer falling: on these few examples the linear model "
+                     f"generalises better, and more epochs would not close the gap.")
+    if len(below[~every[below.index]]):
+        words.append(f"They stay below it on {named(below[~every[below.index]])} with their "
+                     f"held-out loss still falling: at this budget they are not trained to "
+                     f"what the data allow.")
+    if not words:
         words.append("Every task's Transformers beat the linear baseline on average.")
+    open_ = [f"{r.task}, {display(r.normalization)} ({r.plateaued})"
+             for _, r in table[~every].iterrows()]
     if open_:
         words.append("Not every seed meets the plateau criterion: " + "; ".join(open_)
                      + " (seeds that meet it).")
