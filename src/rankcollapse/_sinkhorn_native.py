@@ -8,10 +8,11 @@ when *that* matrix has converged, and does the implicit and unrolled backward pa
 way; the torch engine computes the same quantities and is the reference the tests hold it to.
 
 How. The C file is compiled on first use with the system's C compiler (`$CC`, else `cc`;
-`-O3 -march=native`, no other dependency) into a shared library cached under
+`-O3 -march=native -fopenmp`: gcc, no other dependency) into a shared library cached under
 $RANKCOLLAPSE_NATIVE_DIR, else ~/.cache/rankcollapse, named by the digest of the source, the
-flags, the compiler and the CPU, and loaded through ctypes; each call splits its batch over
-`torch.get_num_threads()` threads (ctypes releases the GIL). Where no compiler works, or with
+flags, the compiler and the CPU, and loaded through ctypes; each call shares its batch among
+`torch.get_num_threads()` OpenMP threads of PyTorch's own runtime (ctypes releases the GIL).
+Where no compiler works, or with
 RANKCOLLAPSE_NATIVE=0, `available()` is False and the torch engine runs instead (with one
 warning saying why, when the build failed).
 """

@@ -87,7 +87,8 @@ def matvec_table(ns: list[int], batch: int, repeats: int, device: torch.device
                  ) -> pd.DataFrame:
     """Median time of the batched vector-times-matrix product one scaling half-step of the
     Sinkhorn engine makes, on `(batch, n, n)` float32, for each n (interleaved): on the CPU
-    it drops several-fold at n = `SMALL_N`, which is why smaller kernels iterate padded."""
+    it drops several-fold at n = `SMALL_N`, which is why the torch engine iterates smaller
+    kernels padded (the C loops, used on the CPU in float32, pad to whole vectors instead)."""
     fns = {}
     for n in ns:
         k, v = torch.rand(batch, n, n, device=device), torch.rand(batch, 1, n, device=device)
