@@ -41,6 +41,8 @@ _SIGNATURES = {
     "rc_implicit_backward": (_PTR, _PTR, _PTR, _PTR, _I64, _I64, _PTR, _PTR, _INT),
 }
 
+_ON, _OFF = ("", "1", "true", "on", "yes"), ("0", "false", "off", "no")
+
 _lock = threading.Lock()
 _state: dict[str, object] = {}  # "library": the loaded CDLL, or None where it cannot be
 
@@ -89,8 +91,22 @@ def _build(path: Path) -> None:
         Path(tmp).unlink(missing_ok=True)
 
 
+def enabled() -> bool:
+    """Whether $RANKCOLLAPSE_NATIVE asks for the C loops: unset, empty, 1, true, on or yes
+    (any case) ask for them; 0, false, off or no do not; any other value is a ValueError (a
+    misspelt switch silently ignored would run the engine the user meant to avoid)."""
+    value = os.environ.get("RANKCOLLAPSE_NATIVE", "")
+    word = value.strip().lower()
+    if word in _OFF:
+        return False
+    if word in _ON:
+        return True
+    raise ValueError(f"RANKCOLLAPSE_NATIVE={value!r} is neither on ({', '.join(_ON[1:])}) nor "
+                     f"off ({', '.join(_OFF)}); leave it unset to use the C loops")
+
+
 def _load() -> ctypes.CDLL | None:
-    if os.environ.get("RANKCOLLAPSE_NATIVE", "1") == "0":
+    if not enabled():
         return None
     try:
         path = library_path()
