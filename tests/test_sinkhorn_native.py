@@ -1,8 +1,15 @@
 """The C loops of the Sinkhorn engine against the torch engine they replace on the CPU, and
 against the log-domain definition: forward, both backward passes, masks, padding, empty
-samples, kernels that would underflow, NaN, threads, and the fallback when no compiler works."""
+samples, kernels that would underflow, NaN, threads; and the cached library: built once under
+a lock, verified before it is loaded, refused (and the torch engine run) when it is empty,
+truncated, foreign or wrong, readable by all, and the switch that turns it off."""
 
 import math
+import os
+import stat
+import subprocess
+import sys
+import warnings
 from contextlib import contextmanager
 
 import pytest
@@ -12,6 +19,8 @@ from hypothesis import strategies as st
 
 from rankcollapse import _sinkhorn_engine as engine
 from rankcollapse import _sinkhorn_native as native
+from rankcollapse import files
+from rankcollapse.files import check_verified
 from rankcollapse.normalizations import sinkhorn, sinkhorn_reference
 
 from references import per_matrix, sinkhorn_loop
@@ -195,28 +204,194 @@ def test_a_system_that_is_not_positive_definite_is_reported_not_solved():
 # ----------------------------------------------------------------------------- building
 
 
-def test_a_failed_build_warns_once_and_the_torch_engine_runs(monkeypatch, tmp_path):
-    monkeypatch.setenv("CC", "false")  # a compiler that always fails
-    monkeypatch.setenv("RANKCOLLAPSE_NATIVE_DIR", str(tmp_path))
-    monkeypatch.delitem(native._state, "library")
-    with pytest.warns(RuntimeWarning, match="could not be built"):
-        assert not native.available()
-    assert not native.applies(torch.zeros(2, 2))
+@pytest.fixture
+def cache(monkeypatch, tmp_path):
+    """An empty cache of the test's own, the system's compiler, the switch unset, and the
+    library loaded afresh (the session's library is restored afterwards)."""
+    folder = tmp_path / "native"
+    monkeypatch.setenv("RANKCOLLAPSE_NATIVE_DIR", str(folder))
+    monkeypatch.delenv("RANKCOLLAPSE_NATIVE", raising=False)
+    monkeypatch.delenv("CC", raising=False)
+    saved = dict(native._state)
+    native._state.clear()
+    yield folder
+    native._state.clear()
+    native._state.update(saved)
+
+
+def fake_compiler(folder, body):
+    """A shell script standing in for $CC: `--version` answers as `cc` does (so the library
+    keeps its name), anything else runs `body` with the compiler's arguments; `$out` is the
+    file after `-o`."""
+    script = folder / "fake-cc"
+    script.write_text('#!/bin/sh\nif [ "$1" = --version ]; then exec cc --version; fi\n'
+                      'for a; do [ "$prev" = -o ] && out=$a; prev=$a; done\n' + body + "\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+def c_file(folder, name, text):
+    source = folder / f"{name}.c"
+    source.write_text(text)
+    return source
+
+
+OTHER_LIBRARY = "int rc_other(void) { return 0; }\n"
+FOREIGN_LIBRARY = """#include <stdint.h>
+int rc_forward(const float *l, const uint8_t *m, int64_t count, int64_t n, int64_t h,
+               float tol, float floor, float *p, float *e, uint8_t *c, uint8_t *u, int t) {
+    for (int64_t i = 0; i < count * n * n; i++) p[i] = 1e28f;
+    for (int64_t i = 0; i < count; i++) { e[i] = 0; c[i] = 1; u[i] = 0; }
+    return 0;
+}
+int rc_unrolled_backward(void) { return 0; }
+int rc_implicit_backward(void) { return 0; }
+"""
+
+
+def compiling(folder, c_source):
+    """A $CC that builds `c_source` instead of the Sinkhorn loops, wherever it is asked to."""
+    source = c_file(folder, "other", c_source)
+    return fake_compiler(folder, f'exec cc -shared -fPIC {source} -o "$out"')
+
+
+def sinkhorn_is_right():
     x = logits(4, 6, 1.0, 1)
     expected = sinkhorn_reference(x.double(), 50)
-    assert float((sinkhorn(x, 50).double() - expected).abs().max()) < 1e-6
-    monkeypatch.delitem(native._state, "library")  # the next test builds again
+    return float((sinkhorn(x, 50).double() - expected).abs().max()) < 1e-6
+
+
+def in_a_new_process(script, *args):
+    """Run `script` in a fresh interpreter with this environment (its own cache included)."""
+    return subprocess.Popen([sys.executable, "-c", script, *map(str, args)], text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def test_a_failed_build_warns_once_and_the_torch_engine_runs(cache, monkeypatch):
+    monkeypatch.setenv("CC", "false")  # a compiler that always fails
+    with pytest.warns(RuntimeWarning, match="could not be built.*RANKCOLLAPSE_NATIVE=0"):
+        assert not native.available()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once
+        assert not native.applies(torch.zeros(2, 2))
+    assert sinkhorn_is_right()
 
 
 def test_the_library_is_built_once_per_source_and_switched_off_by_the_environment(
-        monkeypatch, tmp_path):
-    monkeypatch.setenv("RANKCOLLAPSE_NATIVE_DIR", str(tmp_path))
-    monkeypatch.delitem(native._state, "library")
+        cache, monkeypatch):
     assert native.available()
-    built = list(tmp_path.glob("sinkhorn-*.so"))
+    built = list(cache.glob("sinkhorn-*.so"))
     assert built == [native.library_path()]
-    assert not list(tmp_path.glob(".*.tmp"))  # no temporary file left behind
+    check_verified(built[0])  # its digest is written beside it
+    assert not list(cache.glob(".*.tmp"))  # no temporary file left behind
     monkeypatch.setenv("RANKCOLLAPSE_NATIVE", "0")
-    monkeypatch.delitem(native._state, "library")
+    native._state.clear()
     assert not native.available()
-    monkeypatch.delitem(native._state, "library")
+
+
+def test_the_library_is_readable_by_others_on_a_shared_cache(cache):
+    assert native.available()
+    path = native.library_path()
+    wanted = 0o666 & ~files._UMASK  # as every file the project caches
+    assert stat.S_IMODE(path.stat().st_mode) == wanted
+
+
+@pytest.mark.parametrize("damage", ["truncated", "without its digest"])
+def test_a_damaged_library_is_set_aside_and_rebuilt_never_loaded(cache, damage):
+    """A truncated library would kill the process that maps it (SIGBUS, no message): the
+    digest is checked before loading; a library without one is not trusted either. In a
+    new process, since this one already has the library mapped."""
+    assert native.available()
+    path = native.library_path()
+    if damage == "truncated":
+        cut = path.with_name("cut")
+        cut.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+        os.replace(cut, path)  # a new file: the one mapped here stays whole
+    else:
+        path.with_name(path.name + ".sha256").unlink()
+    script = ("from rankcollapse import _sinkhorn_native as native\n"
+              "print(native.available())\n")
+    run = in_a_new_process(script)
+    out, err = run.communicate(timeout=300)
+    assert run.returncode == 0 and out.split()[-1:] == ["True"], (run.returncode, out, err)
+    assert path.with_name(path.name + ".corrupt").is_file()
+    check_verified(path)
+
+
+def test_a_compiler_that_writes_nothing_publishes_nothing(cache, monkeypatch, tmp_path):
+    """`cc` exiting 0 without output would have left an empty library that every later
+    process failed to load, for good; now nothing is published and the next build works."""
+    monkeypatch.setenv("CC", fake_compiler(tmp_path, "exit 0"))
+    with pytest.warns(RuntimeWarning, match="wrote nothing"):
+        assert not native.available()
+    assert not list(cache.glob("sinkhorn-*"))
+    assert sinkhorn_is_right()
+    monkeypatch.delenv("CC")
+    native._state.clear()
+    assert native.available()
+
+
+def test_a_library_without_the_functions_is_refused_and_the_torch_engine_runs(
+        cache, monkeypatch, tmp_path):
+    monkeypatch.setenv("CC", compiling(tmp_path, OTHER_LIBRARY))
+    with pytest.warns(RuntimeWarning, match=r"sinkhorn-\w+\.so.*rc_forward"):
+        assert not native.available()
+    assert not list(cache.glob("sinkhorn-*.so"))  # nothing published
+    assert sinkhorn_is_right()
+
+
+def test_a_foreign_library_with_the_right_functions_is_refused(cache, monkeypatch,
+                                                                   tmp_path):
+    """Right names, wrong results (rows summing to 1e28): refused by the check on a known
+    matrix, whether just compiled or found in the cache with a digest that fits."""
+    monkeypatch.setenv("CC", compiling(tmp_path, FOREIGN_LIBRARY))
+    with pytest.warns(RuntimeWarning, match="known matrix"):
+        assert not native.available()
+    assert not list(cache.glob("sinkhorn-*.so"))
+    assert sinkhorn_is_right()
+    monkeypatch.delenv("CC")
+    native._state.clear()
+    path = native.library_path()
+    source = c_file(tmp_path, "foreign", FOREIGN_LIBRARY)
+    files.write_verified(path, lambda tmp: subprocess.run(
+        ["cc", "-shared", "-fPIC", str(source), "-o", str(tmp)], check=True))
+    assert native.available()  # the foreign one set aside, the real one built
+    assert path.with_name(path.name + ".corrupt").is_file()
+    assert native.applies(torch.zeros(2, 2)) and sinkhorn_is_right()
+
+
+def test_two_processes_building_at_once_compile_once(cache, monkeypatch, tmp_path):
+    count = tmp_path / "compilations"
+    monkeypatch.setenv("CC", fake_compiler(tmp_path, f'echo x >> {count}; sleep 1; '
+                                                     'exec cc "$@"'))
+    script = ("import sys, time\n"
+              "from pathlib import Path\n"
+              "from rankcollapse import _sinkhorn_native as native\n"
+              "here = Path(sys.argv[1])\n"
+              "(here / f'ready-{sys.argv[2]}').touch()\n"
+              "while len(list(here.glob('ready-*'))) < 2:\n"
+              "    time.sleep(0.01)\n"
+              "print(native.available())\n")
+    runs = [in_a_new_process(script, tmp_path, i) for i in range(2)]
+    outputs = [run.communicate(timeout=300) for run in runs]
+    assert [out.split()[-1:] for out, _ in outputs] == [["True"], ["True"]], outputs
+    assert count.read_text().split() == ["x"]
+
+
+@pytest.mark.parametrize("value", ["0", "false", "off", "no", "FALSE", " Off "])
+def test_every_usual_word_for_off_switches_the_loops_off(cache, monkeypatch, value):
+    monkeypatch.setenv("RANKCOLLAPSE_NATIVE", value)
+    assert not native.available()
+    assert not cache.exists()  # nothing built
+
+
+@pytest.mark.parametrize("value", ["1", "true", "on", "yes", "YES", ""])
+def test_every_usual_word_for_on_switches_the_loops_on(monkeypatch, value):
+    monkeypatch.setenv("RANKCOLLAPSE_NATIVE", value)
+    assert native.enabled()
+
+
+def test_an_unknown_value_of_the_switch_is_an_error(cache, monkeypatch):
+    monkeypatch.setenv("RANKCOLLAPSE_NATIVE", "maybe")
+    with pytest.raises(ValueError, match="RANKCOLLAPSE_NATIVE.*maybe.*0, false, off"):
+        native.available()

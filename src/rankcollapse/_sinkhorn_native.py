@@ -12,24 +12,42 @@ How. The C file is compiled on first use with the system's C compiler (`$CC`, el
 $RANKCOLLAPSE_NATIVE_DIR, else ~/.cache/rankcollapse, named by the digest of the source, the
 flags, the compiler and the CPU, and loaded through ctypes; each call shares its batch among
 `torch.get_num_threads()` OpenMP threads of PyTorch's own runtime (ctypes releases the GIL).
-Where no compiler works, or with
-RANKCOLLAPSE_NATIVE=0, `available()` is False and the torch engine runs instead (with one
-warning saying why, when the build failed).
+
+The cache is kept as every other cache of the project (`files`). One process builds, under a
+lock the others wait on; the compiler's output is published only once it is not empty, loads,
+has the `rc_*` functions and computes a known Sinkhorn matrix; it is written atomically,
+readable by all, with its sha256 beside it. Before a cached library is loaded its digest is
+checked (a truncated library would kill the process with SIGBUS as it is mapped, beyond any
+`except`), and once loaded it passes the same checks; a library that fails is set aside as
+`<name>.corrupt` and built again. Where no compiler works or the library fails anyway,
+`available()` is False and the torch engine runs instead, after one warning naming the file
+and what to do; with RANKCOLLAPSE_NATIVE=0 (or false, off, no) it runs without a word.
+
+Why at run time, not as a setuptools extension built at install. `-march=native` tunes the
+library to the CPU it is built on, and the cache key holds that CPU: a wheel built once (CI, a
+cluster's login node) would carry another machine's instructions and die of SIGILL elsewhere,
+while a portable build loses the vector width the loops are written for. The package stays
+pure Python: it installs where there is no compiler and still computes (the torch engine),
+where an extension would need an optional build and the same fallback anyway. The book runs
+from an editable install, which builds extensions only when reinstalled: an edited `.c` would
+leave a stale library computing the old loops, where here the source's digest names the file.
 """
 
 from __future__ import annotations
 
 import ctypes
 import hashlib
+import math
 import os
 import platform
 import subprocess
-import tempfile
 import threading
 import warnings
 from pathlib import Path
 
 import torch
+
+from .files import CorruptFile, check_verified, file_lock, set_aside, write_verified
 
 SOURCE = Path(__file__).with_name("_sinkhorn_native.c")
 FLAGS = ("-O3", "-march=native", "-std=c11", "-fopenmp", "-fPIC", "-shared", "-Wall",
@@ -40,6 +58,8 @@ _SIGNATURES = {
     "rc_unrolled_backward": (_PTR, _PTR, _PTR, _I64, _I64, _I64, _F32, _PTR, _PTR, _INT),
     "rc_implicit_backward": (_PTR, _PTR, _PTR, _PTR, _I64, _I64, _PTR, _PTR, _INT),
 }
+
+_ON, _OFF = ("", "1", "true", "on", "yes"), ("0", "false", "off", "no")
 
 _lock = threading.Lock()
 _state: dict[str, object] = {}  # "library": the loaded CDLL, or None where it cannot be
@@ -73,39 +93,110 @@ def library_path() -> Path:
     return _cache_dir() / f"sinkhorn-{digest}.so"
 
 
-def _build(path: Path) -> None:
-    """Compile the source into `path` atomically: concurrent builders each write their own
-    temporary file, and the last rename wins with an identical library."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+def enabled() -> bool:
+    """Whether $RANKCOLLAPSE_NATIVE asks for the C loops: unset, empty, 1, true, on or yes
+    (any case) ask for them; 0, false, off or no do not; any other value is a ValueError (a
+    misspelt switch silently ignored would run the engine the user meant to avoid)."""
+    value = os.environ.get("RANKCOLLAPSE_NATIVE", "")
+    word = value.strip().lower()
+    if word in _OFF:
+        return False
+    if word in _ON:
+        return True
+    raise ValueError(f"RANKCOLLAPSE_NATIVE={value!r} is neither on ({', '.join(_ON[1:])}) nor "
+                     f"off ({', '.join(_OFF)}); leave it unset to use the C loops")
+
+
+def _self_check(library: ctypes.CDLL, path: Path) -> None:
+    """Refuse a library that does not compute Sinkhorn (a foreign one with the right names, a
+    miscompiled one): on a small known matrix it must give the fixed point, found here in
+    float64, within 1e-5, so that its rows and columns sum to 1."""
+    x = torch.tensor([[[0.0, 1.0, 2.0], [1.0, 0.0, -1.0], [2.0, -1.0, 0.5]]])
+    p, error = torch.full_like(x, math.nan), torch.empty(1)
+    converged, underflow = torch.empty(1, dtype=torch.uint8), torch.empty(1, dtype=torch.uint8)
+    status = library.rc_forward(_ptr(x), None, 1, 3, 200, -1.0, math.exp(-40), _ptr(p),
+                                _ptr(error), _ptr(converged), _ptr(underflow), 1)
+    expected = x.double().exp()
+    for _ in range(100):
+        expected = expected / expected.sum(-1, keepdim=True)
+        expected = expected / expected.sum(-2, keepdim=True)
+    if status or not torch.allclose(p.double(), expected, rtol=0, atol=1e-5):
+        raise CorruptFile(f"{path} does not compute the Sinkhorn matrix of a known matrix "
+                          f"(status {status}, row sums {p.sum(-1).flatten().tolist()})")
+
+
+def _checked(path: Path) -> ctypes.CDLL:
+    """The library at `path` loaded, with the functions of `_SIGNATURES`, passing
+    `_self_check`: CorruptFile otherwise. Only for a file known to be whole: mapping a
+    truncated one kills the process with SIGBUS, which nothing here could catch."""
     try:
-        result = subprocess.run([_compiler(), *FLAGS, str(SOURCE), "-o", tmp, "-lm"],
+        library = ctypes.CDLL(str(path))
+        for name, argtypes in _SIGNATURES.items():
+            function = getattr(library, name)
+            function.argtypes, function.restype = argtypes, ctypes.c_int
+    except (OSError, AttributeError) as error:  # not a library; one without our functions
+        raise CorruptFile(f"{path} cannot be loaded as the C loops: {error}") from error
+    _self_check(library, path)
+    return library
+
+
+def _build(path: Path) -> ctypes.CDLL:
+    """Compile the source into a temporary file, check that it is not empty and that it loads
+    and computes (`_checked`), then publish it as `path` with its digest beside it
+    (`files.write_verified`: atomic, and readable by all as any file the project caches).
+
+    Returns the library loaded from the temporary name: a process keeps a library it has
+    loaded under its name, so a rebuild must not be loaded under the name of a refused one."""
+    built = []
+
+    def compile_into(tmp: Path) -> None:
+        result = subprocess.run([_compiler(), *FLAGS, str(SOURCE), "-o", str(tmp), "-lm"],
                                 capture_output=True, text=True, timeout=120)
         if result.returncode:
             raise OSError(f"{_compiler()} failed on {SOURCE.name}: {result.stderr.strip()[-500:]}")
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+        if tmp.stat().st_size == 0:
+            raise OSError(f"{_compiler()} exited 0 but wrote nothing")
+        built.append(_checked(tmp))
+
+    write_verified(path, compile_into)
+    return built[0]
+
+
+def _open_or_build(path: Path) -> ctypes.CDLL:
+    """The library at `path` if its digest fits and it passes `_checked`. Else, under a lock
+    that other processes building it wait on: the one another process has just built, or a
+    new build, any bad file set aside first. A good library is used without a lock or a
+    write (a shared cache may be read-only)."""
+    try:
+        return _checked(check_verified(path))
+    except CorruptFile:
+        pass
+    with file_lock(path.with_name(f".{path.name}.lock")):
+        try:
+            return _checked(check_verified(path))  # built by another process while we waited
+        except CorruptFile as error:
+            if path.exists():  # truncated, without its digest, empty, foreign: never again
+                set_aside(path, str(error))
+        return _build(path)
 
 
 def _load() -> ctypes.CDLL | None:
-    if os.environ.get("RANKCOLLAPSE_NATIVE", "1") == "0":
+    """The checked library (built if needed), or None with one warning saying why and what
+    to do, whatever the failure: the torch engine computes the same."""
+    if not enabled():
         return None
+    where = _cache_dir()
     try:
-        path = library_path()
-        if not path.is_file():
-            _build(path)
-        library = ctypes.CDLL(str(path))
-    except (OSError, subprocess.SubprocessError) as error:
-        warnings.warn(f"the C Sinkhorn loops could not be built ({error}); the slower torch "
-                      f"engine runs instead (set RANKCOLLAPSE_NATIVE=0 to silence this)",
-                      RuntimeWarning, stacklevel=3)
+        where = library_path()
+        return _open_or_build(where)
+    except Exception as error:  # a compiler, a linker, a file system, a foreign library
+        warnings.warn(
+            f"the C Sinkhorn loops {where} could not be built or loaded ({error}); the slower "
+            f"torch engine runs instead. Each new process tries again with $CC, else cc (gcc "
+            f"with OpenMP), and sets a bad library aside itself; RANKCOLLAPSE_NATIVE=0 chooses "
+            f"the torch engine without this warning",
+            RuntimeWarning, stacklevel=3)
         return None
-    for name, argtypes in _SIGNATURES.items():
-        function = getattr(library, name)
-        function.argtypes, function.restype = argtypes, ctypes.c_int
-    return library
 
 
 def _library() -> ctypes.CDLL | None:
