@@ -65,7 +65,7 @@ class SelfAttention(nn.Module):
         logits = q @ k.transpose(-1, -2) / math.sqrt(self.d_head)
         head_mask = None
         if mask is not None:  # always checked: a sample with no token has no attention at all
-            check_mask(mask, torch.Size([b]), n)
+            check_mask(mask, torch.Size([b]), n, of="x")
             head_mask = mask[:, None, :]
         attn = normalize(logits, self.normalization, self.n_iter, head_mask, self.check_finite)
         y = self.out((attn @ v).transpose(1, 2).reshape(b, n, d))
