@@ -10,6 +10,7 @@ import hashlib
 import io
 import re
 import shutil
+import struct
 import urllib.error
 import zipfile
 from pathlib import Path
@@ -605,3 +606,117 @@ def test_mnist_files_that_do_not_belong_together_are_refused(tmp_path, monkeypat
                                                                    data.IDX_LABELS))
     with pytest.raises(DataError, match=f"{labels_file}, test split: 5 examples but 4 labels"):
         data.load("mnist", "test", tmp_path)
+
+
+# ----------------------------------------------------------------------------- unreadable files
+
+
+def standin_bytes(name: str) -> bytes:
+    (file,) = data.DATASETS[name].files
+    return (data.standin_dir() / name / file).read_bytes()
+
+
+def scrambled(payload: bytes) -> bytes:
+    """`payload` with a run of bytes in its middle overwritten: compressed data that no longer
+    decompress."""
+    middle = len(payload) // 2
+    return payload[:middle] + bytes(range(256)) * 4 + payload[middle + 1024:]
+
+
+@pytest.mark.parametrize("name,damage", [
+    ("mnist10k", lambda b: b[: len(b) // 2]),  # truncated: no central directory
+    ("mnist10k", lambda b: b[:-100]),
+    ("mnist10k", scrambled),
+    ("mnist10k", lambda b: b"not an archive"),  # numpy would try to unpickle it
+    ("fashion_mnist", lambda b: b[: len(b) - 30_000]),
+    ("wordnet4", lambda b: b[: len(b) // 2]),  # gzip stream ends early
+    ("wordnet4", scrambled),
+    ("wordnet4", lambda b: b"not gzip"),
+    ("wordnet4", lambda b: gzip.compress(b"split,label,synset,title,description\n\xe9\n")),
+])
+def test_an_unreadable_stand_in_with_a_matching_checksum_names_the_file_and_the_remedy(
+        tmp_path, monkeypatch, name, damage):
+    """A file recorded corrupt (its sha256 matches) used to fail inside zipfile, lzma, zlib
+    or gzip, or with numpy's advice to unpickle it."""
+    payload = damage(standin_bytes(name))
+    path = bad_standin(monkeypatch, tmp_path, name, lambda p: p.write_bytes(payload))
+    with pytest.raises(DataError) as err:
+        data.load(name, "train")
+    message = str(err.value)
+    assert str(path) in message and "cannot be read" in message
+    assert f"git checkout -- data/{name}" in message and "build_standins.py" in message
+
+
+def test_a_truncated_archive_with_a_matching_checksum_is_named_with_the_remedy(tmp_path,
+                                                                            monkeypatch):
+    zip_path = install(monkeypatch, tmp_path, f"cats_dogs/{data.CATS_DOGS_ZIP}",
+                       pet_zip()[:5000])
+    with pytest.raises(DataError, match=rf"{re.escape(str(zip_path))} cannot be read as a zip "
+                                        r"archive .*Delete it and download it again"):
+        data.load("cats_dogs", "train", tmp_path)
+    assert not list((tmp_path / "cats_dogs").glob("extracted*"))
+
+
+def test_a_download_that_raises_value_error_gives_the_same_advice(tmp_path, monkeypatch):
+    """A ValueError from the download (a bad URL, a malformed Content-Length) used to escape
+    without advice and leave the `.part` file behind."""
+    def bad(url, dest):
+        dest.write_bytes(b"partial")
+        raise ValueError("invalid literal for int() with base 10: 'lots'")
+    monkeypatch.setattr(data, "_fetch", bad)
+    with pytest.raises(DataError) as err:
+        data.load("ag_news", "train", tmp_path)
+    message = str(err.value)
+    path = tmp_path / "ag_news" / "train.csv"
+    for part in ("could not be downloaded", "invalid literal", "`ci` profile", str(path),
+                 data.DATASETS["ag_news"].urls["train.csv"]):
+        assert part in message
+    assert not path.exists() and not path.with_name("train.csv.part").exists()
+
+
+def test_a_non_utf8_byte_in_ag_news_names_the_file_line_and_byte(tmp_path):
+    """The real CSVs are UTF-8 (torchtext and Hugging Face read them so): a Latin-1 byte
+    means another file or a re-encoded one, refused rather than guessed at."""
+    path = tmp_path / "train.csv"
+    path.write_bytes(ag_csv(AG_TRAIN[:2]) + '"3","Caf\u00e9","Prices rise."\n'.encode("latin-1"))
+    with pytest.raises(DataError, match=rf"{re.escape(str(path))}, line 3: byte 0xe9 .*not "
+                                        r"UTF-8.*delete it to download it again"):
+        data.read_ag_news_csv(path)
+
+
+def renamed_last(payload: bytes, name: str) -> bytes:
+    """`payload`, a zip archive, with its last member renamed to `name` in both its local
+    header and the central directory: names `zipfile` refuses to write, such as ""."""
+    raw, new = bytearray(payload), name.encode()
+    local = raw.rfind(b"PK\x03\x04")
+    (old,) = struct.unpack_from("<H", raw, local + 26)
+    raw[local + 30: local + 30 + old] = new
+    struct.pack_into("<H", raw, local + 26, len(new))
+    central = raw.rfind(b"PK\x01\x02")
+    struct.pack_into("<H", raw, central + 28, len(new))
+    raw[central + 46: central + 46 + old] = new
+    end = raw.rfind(b"PK\x05\x06")
+    size, offset = struct.unpack_from("<II", raw, end + 12)
+    struct.pack_into("<II", raw, end + 12, size + len(new) - old, offset + len(new) - old)
+    return bytes(raw)
+
+
+@pytest.mark.parametrize("member", ["", "a/..", "PetImages/Cat/..", "PetImages/.", ".."])
+def test_safe_extract_refuses_a_member_that_names_no_file(tmp_path, member):
+    """"" used to fail with an IndexError inside zipfile, "a/.." with IsADirectoryError."""
+    archive = tmp_path / "odd.zip"
+    archive.write_bytes(renamed_last(zip_with("placeholder"), member))
+    with pytest.raises(UnsafeArchiveError, match=re.escape(f"{archive}: member {member!r}")):
+        data.safe_extract(archive, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_read_idx_names_a_corrupt_compressed_stream(tmp_path):
+    """Zeros over the deflate stream used to escape as zlib.error."""
+    images = np.random.default_rng(0).integers(0, 3, (40, 28, 28))
+    payload = idx_gz(images, data.IDX_IMAGES)
+    path = tmp_path / "f.gz"
+    path.write_bytes(payload[:1000] + b"\x00" * 1024 + payload[2024:])
+    with pytest.raises(DataError, match=rf"{re.escape(str(path))}: not a readable gzip file "
+                                        r".*delete it to download it again"):
+        data.read_idx(path, data.IDX_IMAGES)

@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -5,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rankcollapse.measures import (composite_norm, matrix_norm, path_products, relative_residual,
-                               residual, sample_paths)
+                               residual, row_entropy, sample_paths)
 
 matrices = st.tuples(st.integers(1, 3), st.integers(1, 7), st.integers(1, 6), st.integers(0, 999))
 
@@ -107,3 +109,48 @@ def test_signal_order_multiplies_later_layers_on_the_left():
                                attn[0, 0, 0] @ attn[1, 0, 0] @ attn[2, 0, 0])
     with pytest.raises(ValueError, match="order"):
         path_products(attn, paths, "random")
+
+
+@pytest.mark.parametrize("norm", ["composite", "fro", "spectral"])
+def test_a_norm_of_a_vector_names_the_shape_and_the_way_out(norm):
+    """composite_norm of a 1-D input used to fail with "Dimension out of range"."""
+    with pytest.raises(ValueError, match=rf"{norm} norm needs a matrix \(\.\.\., rows, cols\); "
+                                         r"got shape \(5,\).*\[None\]"):
+        matrix_norm(randn(5), norm)
+    with pytest.raises(ValueError, match=r"composite norm needs a matrix"):
+        composite_norm(randn(5))
+
+
+@pytest.mark.parametrize("mask_shape", [(2, 4), (2, 6), (4,), (3, 5)])
+def test_a_mask_of_the_wrong_shape_is_named_in_residuals_and_entropy(mask_shape):
+    """It used to fail with "The size of tensor a (5) must match the size of tensor b (4)"."""
+    mask = torch.ones(mask_shape, dtype=torch.bool)
+    shape = re.escape(f"mask shape {mask_shape}")
+    with pytest.raises(ValueError, match=rf"{shape} does not match x \(2, 5, 4\): expected "
+                                         r"\(\.\.\., 5\).*one bool per token"):
+        relative_residual(randn(2, 5, 4), mask=mask)
+    with pytest.raises(ValueError, match=rf"{shape} does not match attn \(2, 5, 5\): expected "
+                                         r"\(\.\.\., 5\)"):
+        row_entropy(torch.full((2, 5, 5), 0.2), mask)
+
+
+def test_a_mask_shared_by_the_batch_is_still_accepted():
+    x, mask = randn(2, 5, 4), torch.tensor([True] * 4 + [False])
+    torch.testing.assert_close(relative_residual(x, mask=mask),
+                               relative_residual(x, mask=mask.expand(2, 5)))
+    attn = torch.full((2, 5, 5), 0.2, dtype=torch.float64)
+    torch.testing.assert_close(row_entropy(attn, mask), row_entropy(attn, mask.expand(2, 5)))
+
+
+@pytest.mark.parametrize("sampled,problem", [
+    ((3, 4, 2, 5, 2), r"paths\.heads holds head \d+, but attn has 2 heads"),
+    ((3, 2, 2, 5, 7), r"paths\.samples holds sample \d+, but attn has a batch of 2"),
+    ((6, 2, 2, 5, 2), r"paths\.layers holds layer \d+, but attn has 3 layers"),
+])
+def test_path_products_names_paths_sampled_for_another_attention(sampled, problem):
+    """It used to fail with "index 2 is out of bounds for dimension 2 with size 2"."""
+    attn = torch.softmax(randn(3, 2, 2, 4, 4), -1)
+    paths = sample_paths(*sampled, torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match=rf"{problem}.*sample_paths\(n_layers=3, n_heads=2, "
+                                         r"depth, n_paths, batch_size=2\)"):
+        path_products(attn, paths)

@@ -174,3 +174,16 @@ def test_self_attention_refuses_a_sample_with_no_token_by_default(normalization)
     mask = torch.tensor([[True, True, False, False], [False] * 4])
     with pytest.raises(ValueError, match="no real token"):
         layer(torch.randn(2, 4, 8), mask=mask)
+
+
+@pytest.mark.parametrize("shape,got", [((5, 8), r"\(5, 8\)"), ((2, 5, 6), r"\(2, 5, 6\)")])
+def test_self_attention_names_a_wrong_input_shape_and_the_way_out(shape, got):
+    """A 2-D input used to fail with "not enough values to unpack", a wrong width inside the
+    projection's matrix product."""
+    layer = SelfAttention(8, 2)
+    with pytest.raises(ValueError, match=rf"x must have shape \(batch, n, d_model=8\); got {got}"
+                                         r".*unsqueeze\(0\)"):
+        layer(torch.randn(*shape))
+    with pytest.raises(ValueError, match=rf"x must have shape \(batch, n, d_model=16\); got "
+                                         rf"\(7, 16\)"):
+        small()(torch.randn(7, 16))

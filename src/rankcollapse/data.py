@@ -24,6 +24,8 @@ import csv
 import gzip
 import hashlib
 import http.client
+import io
+import lzma
 import os
 import re
 import shutil
@@ -366,7 +368,8 @@ def _download_verified(rec: DatasetRecord, dataset: str, file: str, path: Path) 
         part = path.with_name(path.name + ".part")
         try:
             _fetch(rec.urls[file], part)
-        except (OSError, http.client.HTTPException) as err:  # URLError, timeouts: OSError
+        # URLError, timeouts: OSError; a bad URL or Content-Length: ValueError
+        except (OSError, http.client.HTTPException, ValueError) as err:
             part.unlink(missing_ok=True)
             raise DataError(f"{path} is missing and could not be downloaded ({err}). "
                             + _where_to_get(dataset, file, path)) from err
@@ -392,6 +395,12 @@ def _standin_path(name: str) -> Path:
         raise ChecksumError(f"{path}: sha256 is {actual}, expected {expected}; the shipped "
                             f"stand-in is corrupt or was changed. {remedy}")
     return path
+
+
+def _unreadable(path: Path, what: str, error: Exception, remedy: str) -> DataError:
+    """The error for a file whose sha256 matched but whose content cannot be decoded."""
+    return DataError(f"{path} cannot be read as {what} ({type(error).__name__}: {error}); it "
+                     f"is corrupt or truncated although its sha256 matches the record. {remedy}")
 
 
 def _standin_remedy(name: str) -> str:
@@ -431,6 +440,7 @@ MANIFEST = "MANIFEST.sha256"  # in an extracted folder: "<sha256>  <size>  <path
 def safe_extract(zip_path: str | Path, dest: str | Path) -> None:
     """Extract every member of `zip_path` under `dest`, refusing (UnsafeArchiveError naming
     the archive and the member; nothing is written for a bad name or size) an archive with
+    - a member whose name names no file: empty, or ending in `.` or `..` (`a/..`);
     - a member whose path is absolute or leaves `dest` (e.g. `../evil.txt`);
     - a member or a total above `MAX_MEMBER_BYTES` / `MAX_ARCHIVE_BYTES` uncompressed
       (declared or actually read: a zip bomb);
@@ -447,10 +457,19 @@ def safe_extract(zip_path: str | Path, dest: str | Path) -> None:
                                   f"The archive is not the expected one; delete it and "
                                   f"download it again.")
 
-    with zipfile.ZipFile(zip_path) as archive:
-        members = [m for m in archive.infolist() if not m.is_dir()]
+    try:
+        archive = zipfile.ZipFile(zip_path)
+    except zipfile.BadZipFile as error:
+        raise DataError(f"{zip_path} cannot be read as a zip archive ({error}); it is truncated "
+                        f"or corrupt. Delete it and download it again.") from error
+    with archive:
+        # not `is_dir()`, which fails on an empty name
+        members = [m for m in archive.infolist() if not m.filename.endswith("/")]
         writer: dict[Path, str] = {}  # each file to write -> the member that writes it
         for m in members:
+            if m.filename.rsplit("/", 1)[-1] in ("", ".", ".."):
+                raise refuse(m.filename, "names no file (an empty name, or one ending in '.' "
+                                         "or '..')")
             target = (dest / m.filename).resolve()
             if not target.is_relative_to(dest):
                 raise refuse(m.filename, f"would be written outside {dest} (absolute path "
@@ -545,9 +564,25 @@ def read_ag_news_csv(path: str | Path, expected_rows: int | None = None
                      ) -> tuple[list[str], np.ndarray]:
     """Texts and labels int64 `(N,)` of an AG's News CSV: rows `"class","title","description"`
     with class 1..4 (-> labels 0..3); text = title + " " + description. `expected_rows`, when
-    given, must equal the number of rows (the real files: `AG_NEWS_ROWS`)."""
-    with open(path, newline="", encoding="utf-8") as f:
-        rows = list(csv.reader(f))
+    given, must equal the number of rows (the real files: `AG_NEWS_ROWS`). The file must be
+    UTF-8, as the real ones are (torchtext and Hugging Face read them so): another byte is
+    refused (DataError naming the line and byte), never guessed at, since it means another
+    file or a re-encoded one."""
+    raw = Path(path).read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        raise DataError(f"{path}, line {line}: byte 0x{raw[err.start]:02x} (offset {err.start}) "
+                        f"is not UTF-8, which the AG's News CSVs are; the file is another one "
+                        f"or was re-encoded (Latin-1?). Convert it to UTF-8, or delete it to "
+                        f"download it again.") from err
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        rows = list(reader)
+    except csv.Error as err:
+        raise DataError(f"{path}, line {reader.line_num}: not CSV ({err}); delete it to "
+                        f"download it again.") from err
     if expected_rows is not None and len(rows) != expected_rows:
         raise DataError(f"{path}: {len(rows)} rows, expected {expected_rows}; the file is "
                         f"truncated or not the AG's News CSV. Delete it to download it again.")
@@ -570,8 +605,11 @@ def _read_wordnet4(split: str) -> tuple[list[str], np.ndarray]:
     `SPLITS` and a label among the classes, and both splits must pass `_check_examples`,
     whichever is asked for: a bad rebuild is refused at first use (DataError naming the row)."""
     rec, path, remedy = record("wordnet4"), _standin_path("wordnet4"), _standin_remedy("wordnet4")
-    with gzip.open(path, "rt", encoding="utf-8", newline="") as f:
-        rows = list(csv.DictReader(f))
+    try:
+        with gzip.open(path, "rt", encoding="utf-8", newline="") as f:
+            rows = list(csv.DictReader(f))
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, csv.Error) as error:
+        raise _unreadable(path, "a gzip-compressed UTF-8 CSV", error, remedy) from error
     texts, labels = {s: [] for s in SPLITS}, {s: [] for s in SPLITS}
     for number, row in enumerate(rows, start=2):  # row 1 is the header
         if None in row or None in row.values() or not row.keys() >= set(WORDNET4_COLUMNS):
@@ -630,7 +668,7 @@ def read_idx(path: str | Path, magic: int) -> np.ndarray:
     try:
         with gzip.open(path, "rb") as f:
             raw = f.read()
-    except (OSError, EOFError) as err:
+    except (OSError, EOFError, zlib.error) as err:
         raise DataError(f"{path}: not a readable gzip file ({err}); delete it to download it "
                         f"again") from err
     found = int.from_bytes(raw[:4], "big")
@@ -665,10 +703,15 @@ def _read_npz_standin(name: str, split: str) -> tuple[np.ndarray, np.ndarray]:
     whichever is asked for: a bad rebuild is refused at first use."""
     path, remedy = _standin_path(name), _standin_remedy(name)
     keys = [f"{xy}_{s}" for s in SPLITS for xy in "xy"]
-    with np.load(path) as npz:
-        if missing := [key for key in keys if key not in npz.files]:
-            raise DataError(f"{path} lacks the arrays {missing}. {remedy}")
-        arrays = {key: npz[key] for key in keys}
+    try:
+        with np.load(path) as npz:
+            if missing := [key for key in keys if key not in npz.files]:
+                raise DataError(f"{path} lacks the arrays {missing}. {remedy}")
+            arrays = {key: npz[key] for key in keys}
+    # ValueError: not a zip, which numpy would unpickle, or an array cut short
+    except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error,
+            lzma.LZMAError) as error:
+        raise _unreadable(path, "a .npz archive", error, remedy) from error
     for s in SPLITS:
         _check_examples(path, s, arrays[f"x_{s}"], arrays[f"y_{s}"], record(name), remedy)
     return arrays[f"x_{split}"][:, None], arrays[f"y_{split}"].astype(np.int64)

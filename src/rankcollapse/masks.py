@@ -27,24 +27,29 @@ def log_normalize(x: torch.Tensor, dim: int, mask: torch.Tensor | None = None) -
 
 
 def check_mask(mask: torch.Tensor, batch_shape: torch.Size, n: int,
-               check_values: bool = True) -> None:
+               check_values: bool = True, of: str = "the input") -> None:
     """Raise naming the problem unless `mask` is a bool `(..., n)` tensor broadcastable to
     `batch_shape + (n,)` with (when `check_values`: one host sync) at least one real token
-    per sample."""
+    per sample. `of` names the input the mask belongs to, for the message."""
     if not isinstance(mask, torch.Tensor):
         raise TypeError(f"mask must be a bool torch.Tensor of shape (..., {n}); "
                         f"got {type(mask).__name__}")
     if mask.dtype != torch.bool:
         raise TypeError(f"mask must be a bool tensor (True = real token), got {mask.dtype}")
-    expected = f"(..., {n}) broadcastable to {tuple(batch_shape)} + ({n},)"
     if mask.dim() == 0 or mask.shape[-1] != n:
-        raise ValueError(f"mask shape {tuple(mask.shape)} does not match: expected {expected}")
+        raise _mismatch(mask, batch_shape, n, of)
     try:
         broadcast = torch.broadcast_shapes(mask.shape[:-1], batch_shape)
     except RuntimeError:
         broadcast = None
     if broadcast != batch_shape:
-        raise ValueError(f"mask shape {tuple(mask.shape)} does not match: expected {expected}")
+        raise _mismatch(mask, batch_shape, n, of)
     if check_values and not bool(mask.any(-1).all()):
         raise ValueError("mask has a sample with no real token (an all-False row); "
                          "attention over zero tokens is undefined")
+
+
+def _mismatch(mask: torch.Tensor, batch_shape: torch.Size, n: int, of: str) -> ValueError:
+    return ValueError(f"mask shape {tuple(mask.shape)} does not match {of}: expected (..., {n}) "
+                      f"broadcastable to {tuple(batch_shape)} + ({n},). Pass the mask of these "
+                      f"very inputs: one bool per token, True on real tokens")

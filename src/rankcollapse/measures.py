@@ -14,25 +14,34 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .masks import check_mask
+
 NORMS = ("composite", "fro", "spectral")
 RESIDUALS = ("mean", "rank1")
 
 
 def composite_norm(m: torch.Tensor) -> torch.Tensor:
     """sqrt(||M||_1 ||M||_inf) over the last two dims: max column abs sum times max row abs sum."""
+    _check_matrix(m, "composite")
     a = m.abs()
     return torch.sqrt(a.sum(-2).amax(-1) * a.sum(-1).amax(-1))
 
 
 def matrix_norm(m: torch.Tensor, norm: str = "composite") -> torch.Tensor:
     """'composite' (Dong et al.'s l1,inf), 'fro' (Frobenius) or 'spectral' (largest singular value)."""
+    if norm not in NORMS:
+        raise ValueError(f"unknown norm {norm!r}; valid: {', '.join(NORMS)}")
     if norm == "composite":
         return composite_norm(m)
-    if norm == "fro":
-        return torch.linalg.matrix_norm(m, ord="fro")
-    if norm == "spectral":
-        return torch.linalg.matrix_norm(m, ord=2)
-    raise ValueError(f"unknown norm {norm!r}; valid: {', '.join(NORMS)}")
+    _check_matrix(m, norm)
+    return torch.linalg.matrix_norm(m, ord="fro" if norm == "fro" else 2)
+
+
+def _check_matrix(m: torch.Tensor, norm: str) -> None:
+    if m.dim() < 2:
+        raise ValueError(f"the {norm} norm needs a matrix (..., rows, cols); got shape "
+                         f"{tuple(m.shape)}. A vector v is the matrix v[None] (one row) or "
+                         f"v[:, None] (one column)")
 
 
 def residual(x: torch.Tensor, kind: str = "mean", mask: torch.Tensor | None = None
@@ -47,6 +56,8 @@ def residual(x: torch.Tensor, kind: str = "mean", mask: torch.Tensor | None = No
         raise ValueError(f"residual needs a matrix (..., n, d); got shape {tuple(x.shape)}")
     if kind not in RESIDUALS:
         raise ValueError(f"unknown residual kind {kind!r}; valid: {', '.join(RESIDUALS)}")
+    if mask is not None:
+        check_mask(mask, x.shape[:-2], x.shape[-2], check_values=False, of=f"x {tuple(x.shape)}")
     weight = None if mask is None else mask.unsqueeze(-1).to(x.dtype)
     if weight is not None:
         x = x * weight
@@ -72,8 +83,9 @@ def relative_residual(x: torch.Tensor, norm: str = "composite", kind: str = "mea
                       mask: torch.Tensor | None = None) -> torch.Tensor:
     """||res(X)|| / ||X|| per matrix, shape `(...)`. Zero matrices give NaN, not a silent 0.
     With `mask`, both norms are over the real tokens only."""
+    res = residual(x, kind, mask)  # checks the mask first
     real = x if mask is None else x * mask.unsqueeze(-1).to(x.dtype)
-    return matrix_norm(residual(x, kind, mask), norm) / matrix_norm(real, norm)
+    return matrix_norm(res, norm) / matrix_norm(real, norm)
 
 
 # ----------------------------------------------------------------------------- paths
@@ -117,6 +129,7 @@ def path_products(attn: torch.Tensor, paths: Paths, order: str = "layer") -> tor
     if attn.dim() != 5 or attn.shape[-1] != attn.shape[-2]:
         raise ValueError(f"attn must have shape (layers, batch, heads, n, n); "
                          f"got {tuple(attn.shape)}")
+    _check_paths(paths, attn.shape)
     dev = attn.device
     layers, heads = paths.layers.to(dev), paths.heads.to(dev)
     samples = paths.samples.to(dev)
@@ -126,6 +139,31 @@ def path_products(attn: torch.Tensor, paths: Paths, order: str = "layer") -> tor
     for k in range(1, factors.shape[1]):
         product = product @ factors[:, k] if order == "layer" else factors[:, k] @ product
     return product
+
+
+def _check_paths(paths: Paths, shape: torch.Size) -> None:
+    """ValueError unless every index of `paths` falls inside attn of `shape` (layers, batch,
+    heads, n, n), naming the first that does not and the call that samples fitting paths.
+    One host sync per index tensor when `paths` live on an accelerator (`sample_paths`
+    makes them on the CPU)."""
+    n_layers, batch, n_heads = shape[:3]
+    if paths.heads.shape != paths.layers.shape or paths.samples.shape not in (
+            paths.layers.shape[:1], paths.layers.shape):
+        raise ValueError(f"paths.layers {tuple(paths.layers.shape)}, paths.heads "
+                         f"{tuple(paths.heads.shape)} and paths.samples "
+                         f"{tuple(paths.samples.shape)} do not fit together: expected "
+                         f"(n_paths, depth) twice and (n_paths,) or (n_paths, depth)")
+    for field, what, size in (("layers", "layer", n_layers), ("samples", "sample", batch),
+                              ("heads", "head", n_heads)):
+        index = getattr(paths, field)
+        low, high = (int(index.min()), int(index.max())) if index.numel() else (0, 0)
+        if low < 0 or high >= size:
+            bad = high if high >= size else low
+            counted = f"a batch of {size}" if field == "samples" else f"{size} {field}"
+            raise ValueError(f"paths.{field} holds {what} {bad}, but attn has {counted} "
+                             f"(attn shape {tuple(shape)}). Sample paths for this attn: "
+                             f"sample_paths(n_layers={n_layers}, n_heads={n_heads}, depth, "
+                             f"n_paths, batch_size={batch})")
 
 
 def affine_rank(x: torch.Tensor, rtol: float = 1e-9) -> torch.Tensor:
@@ -140,6 +178,9 @@ def row_entropy(attn: torch.Tensor, mask: torch.Tensor | None = None) -> torch.T
     """Mean over rows of -sum_j p_ij log p_ij (nats), per matrix: `(..., n, n)` -> `(...)`.
     Between 0 (every row one-hot) and log n (uniform rows). With `mask` `(..., n)`, the mean
     is over the rows of real tokens only."""
+    if mask is not None:
+        check_mask(mask, attn.shape[:-2], attn.shape[-2], check_values=False,
+                   of=f"attn {tuple(attn.shape)}")
     p = attn.clamp_min(0)
     rows = -(p * torch.log(p.clamp_min(1e-30))).sum(-1)
     if mask is None:

@@ -48,19 +48,24 @@ class SelfAttention(nn.Module):
             raise ValueError(f"unknown normalization {normalization!r}; "
                              f"valid: {', '.join(NORMALIZATIONS)}")
         half_step_count(n_iter)  # a clear error now rather than at the first forward pass
-        self.n_heads, self.d_head = n_heads, d_model // n_heads
+        self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
         self.normalization, self.n_iter, self.check_finite = normalization, n_iter, check_finite
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.out = nn.Linear(d_model, d_model, bias=bias)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
                 return_info: bool = False):
+        if x.dim() != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(f"x must have shape (batch, n, d_model={self.d_model}); got "
+                             f"{tuple(x.shape)}. One sequence (n, d_model) takes a batch "
+                             f"dimension, x.unsqueeze(0); tokens of another width need a "
+                             f"model built with that d_model")
         b, n, d = x.shape
         q, k, v = self.qkv(x).view(b, n, 3, self.n_heads, self.d_head).permute(2, 0, 3, 1, 4)
         logits = q @ k.transpose(-1, -2) / math.sqrt(self.d_head)
         head_mask = None
         if mask is not None:  # always checked: a sample with no token has no attention at all
-            check_mask(mask, torch.Size([b]), n)
+            check_mask(mask, torch.Size([b]), n, of="x")
             head_mask = mask[:, None, :]
         attn = normalize(logits, self.normalization, self.n_iter, head_mask, self.check_finite)
         y = self.out((attn @ v).transpose(1, 2).reshape(b, n, d))
