@@ -117,6 +117,27 @@ def test_cache_key_covers_parameters_and_library(tmp_path):
     assert with_science != key
 
 
+def test_cache_key_covers_every_source_that_can_change_a_number(tmp_path):
+    """The C loops the engine compiles, and the stand-in datasets (package data), are part of
+    the key as much as the modules; Python's bytecode caches are not."""
+    project = make_project(tmp_path, **{"01_pass": "passing"})
+    library = tmp_path / "src" / "rankcollapse"
+    (library / "__pycache__").mkdir(parents=True)
+    (library / "engine.py").write_text("run = 1\n")
+    (library / "engine.c").write_text("int run;\n")
+    standins = tmp_path / "data" / "digits"
+    standins.mkdir(parents=True)
+    (standins / "digits.npz").write_bytes(b"one")
+    key = cache_key(project, "01_pass", PARAMETERS)
+    (library / "__pycache__" / "engine.cpython-311.pyc").write_bytes(b"bytecode")
+    assert cache_key(project, "01_pass", PARAMETERS) == key
+    (library / "engine.c").write_text("int run = 2;\n")
+    edited_c = cache_key(project, "01_pass", PARAMETERS)
+    assert edited_c != key
+    (standins / "digits.npz").write_bytes(b"two")
+    assert cache_key(project, "01_pass", PARAMETERS) != edited_c
+
+
 def test_cache_key_ignores_the_tooling_outside_the_chapter_kernel(tmp_path):
     """Editing the site check or the pipeline re-executes nothing; editing the chapter
     header (which runs inside every chapter) or what it imports does."""

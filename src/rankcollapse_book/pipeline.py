@@ -10,9 +10,9 @@ A chapter is `notebooks/NN_name.py` (jupytext py:percent). `run` converts it in 
 notebook, executes it with papermill (parameters `profile`, resolved `device`, `seed` injected
 after the cell tagged `parameters`; working directory = the repository root) and writes
 `book/chapters/NN_name.ipynb`. A chapter is skipped when its cache key (chapter source, the
-science package, the tooling that runs inside a chapter, parameters, pins) matches the record
-in `.cache/chapters/NN_name.json`. The first
-failing chapter stops the run; its partly executed notebook stays in `book/chapters/` for
+science package with its C loops and stand-in data, the tooling that runs inside a chapter,
+parameters, pins) matches the record in `.cache/chapters/NN_name.json`. The first failing
+chapter stops the run; its partly executed notebook stays in `book/chapters/` for
 inspection and no cache record is written for it. `build` runs
 `jupyter-book build . -W -n --keep-going --config _build/_config.yml` from the repository
 root, with `_config.yml` plus a page footer naming the book's version and the commit the
@@ -41,7 +41,8 @@ from traitlets.config import Config
 
 from rankcollapse import __version__
 from rankcollapse.devices import DEVICES, resolve_device
-from rankcollapse.files import atomic_write_text, digest_files, module_sources, sha256_file
+from rankcollapse.files import (atomic_write_text, digest_files, module_sources, package_files,
+                                sha256_file)
 from rankcollapse.profiles import PROFILES, get_profile
 from rankcollapse.trainings import seed_argument
 from rankcollapse_book.chapter import FIGURE_DIR, caption_note, fill_execution_time, find_root
@@ -76,6 +77,12 @@ class Project:
         return self.root / "book" / "chapters"
 
     @property
+    def standins(self) -> Path:
+        """The stand-in datasets, shipped as the package `rankcollapse.standins`
+        (pyproject.toml maps it to `data/`)."""
+        return self.root / "data"
+
+    @property
     def cache(self) -> Path:
         return self.root / ".cache" / "chapters"
 
@@ -105,14 +112,16 @@ class Outcome:
 
 
 def cache_key(project: Project, name: str, parameters: dict) -> str:
-    """sha256 over the chapter source, every source of the science package, the tooling
-    modules a chapter runs (the header, figure export: found from `chapter`'s imports; not the
-    pipeline, the Figures page or the site check), the parameters and the pins."""
+    """sha256 over the chapter source, every file of the science package that can change a
+    number (`files.package_files`: modules, the C loops, package data such as the stand-in
+    datasets), the tooling modules a chapter runs (the header, figure export: found from
+    `chapter`'s imports; not the pipeline, the Figures page or the site check), the
+    parameters and the pins."""
     digest = hashlib.sha256(project.source(name).read_bytes())
     src = project.root / "src"
-    science = sorted((src / "rankcollapse").rglob("*.py"))
+    science = package_files(src / "rankcollapse") + package_files(project.standins)
     in_kernel = module_sources("rankcollapse_book.chapter", src / "rankcollapse_book")
-    digest.update(digest_files([p for p in science + in_kernel if p.is_file()], src).encode())
+    digest.update(digest_files(science + in_kernel, project.root).encode())
     digest.update(json.dumps(parameters, sort_keys=True).encode())
     pins = project.root / "pyproject.toml"
     digest.update(pins.read_bytes() if pins.is_file() else b"")
