@@ -159,12 +159,13 @@ def train(cfg: TrainConfig, train_data: Dataset, test_data: Dataset,
     atomically with its sha256 beside it; the checkpoint and the record name their run (its
     key and configuration). A finished run is loaded, an unfinished one resumes from its
     checkpoint; a file that is unreadable, of the wrong structure, fails its digest or names
-    another run (or none) is set aside (`*.corrupt`) with a warning and the work is redone. Files hold
-    tensors and plain containers only and are loaded with `weights_only=True`. Processes
-    training the same run wait for each other (an advisory lock): the first trains, the
-    others load its result. `quiet` prints one line per epoch instead of progress bars (for
-    papermill logs). `stop_after` stops after that many steps in this call (for tests of
-    resume), returning a result with `steps` < the total and caching nothing final.
+    another run (or none) is set aside (`*.corrupt`) with a warning and the work is redone.
+    Files hold tensors and plain containers only and are loaded with `weights_only=True`.
+    Processes training the same run wait for each other (an advisory lock): the first
+    trains, the others load its result. `quiet` prints one line per epoch instead of
+    progress bars (for papermill logs). `stop_after` stops after that many steps in this
+    call (for tests of resume), returning a result with `steps` < the total and caching
+    nothing final.
     """
     _check_trainable(cfg, train_data, test_data)
     run = Path(cache_dir) / cfg.key(train_data)
