@@ -91,6 +91,26 @@ def test_module_sources_take_the_c_source_beside_an_imported_module(tmp_path):
     assert found == {"train.py", "engine.py", "engine.c"}
 
 
+def test_package_files_are_every_file_but_bytecode_and_hidden_files(tmp_path):
+    from rankcollapse.files import package_files
+
+    package = write_package(tmp_path, {"train": "x = 1\n", "sub/deep": "y = 1\n"})
+    (package / "engine.c").write_text("int x;\n")
+    (package / "sub" / "table.csv").write_text("a,b\n")
+    (package / "__pycache__").mkdir()
+    (package / "__pycache__" / "train.cpython-311.pyc").write_bytes(b"bytecode")
+    (package / ".train.py.abc.tmp").write_text("half")  # an atomic write in progress
+    found = {p.relative_to(package).as_posix() for p in package_files(package)}
+    assert found == {"__init__.py", "train.py", "engine.c", "sub/deep.py", "sub/table.csv"}
+
+
+def test_the_training_key_takes_its_files_from_the_package_files():
+    """One rule says what a source is: the training key's files are package files."""
+    from rankcollapse.files import package_files
+
+    assert set(module_sources("rankcollapse.training")) < set(package_files())
+
+
 def test_the_training_key_covers_what_training_imports_and_nothing_else():
     sources = {p.name for p in module_sources("rankcollapse.training")}
     assert {"training.py", "models.py", "normalizations.py", "_sinkhorn_engine.py",

@@ -117,6 +117,27 @@ def test_cache_key_covers_parameters_and_library(tmp_path):
     assert with_science != key
 
 
+def test_cache_key_covers_every_source_that_can_change_a_number(tmp_path):
+    """The C loops the engine compiles, and the stand-in datasets (package data), are part of
+    the key as much as the modules; Python's bytecode caches are not."""
+    project = make_project(tmp_path, **{"01_pass": "passing"})
+    library = tmp_path / "src" / "rankcollapse"
+    (library / "__pycache__").mkdir(parents=True)
+    (library / "engine.py").write_text("run = 1\n")
+    (library / "engine.c").write_text("int run;\n")
+    standins = tmp_path / "data" / "digits"
+    standins.mkdir(parents=True)
+    (standins / "digits.npz").write_bytes(b"one")
+    key = cache_key(project, "01_pass", PARAMETERS)
+    (library / "__pycache__" / "engine.cpython-311.pyc").write_bytes(b"bytecode")
+    assert cache_key(project, "01_pass", PARAMETERS) == key
+    (library / "engine.c").write_text("int run = 2;\n")
+    edited_c = cache_key(project, "01_pass", PARAMETERS)
+    assert edited_c != key
+    (standins / "digits.npz").write_bytes(b"two")
+    assert cache_key(project, "01_pass", PARAMETERS) != edited_c
+
+
 def test_cache_key_ignores_the_tooling_outside_the_chapter_kernel(tmp_path):
     """Editing the site check or the pipeline re-executes nothing; editing the chapter
     header (which runs inside every chapter) or what it imports does."""
@@ -222,3 +243,95 @@ def test_a_chapter_cache_that_cannot_be_written_ends_with_one_line(tmp_path, cap
     err = capsys.readouterr().err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert ".cache" in err
+
+
+# ----------------------------------------------------------------------------- what to fix
+
+
+def book_project(tmp_path: Path, records: dict) -> Project:
+    """A project whose `_toc.yml` lists the claims and Reproduce pages and one chapter per
+    entry of `records` (chapter name -> its cache record, or None when it never ran), each
+    with an executed notebook."""
+    chapters = "".join(f"  - file: book/chapters/{name}\n" for name in records)
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n" + chapters
+                                       + "  - file: book/claims\n  - file: book/reproduce\n")
+    (tmp_path / "intro.md").write_text("# Intro\n")
+    project = Project(tmp_path)
+    project.chapters.mkdir(parents=True)
+    project.cache.mkdir(parents=True)
+    for name, record in records.items():
+        nbformat.write(nbformat.v4.new_notebook(), project.output(name))
+        if record is not None:
+            project.record(name).write_text(json.dumps(record))
+    return project
+
+
+def record(profile: str = "ci", seconds=1.5) -> dict:
+    return {"key": "k", "seconds": seconds, "notebook_sha256": "s",
+            "parameters": {**PARAMETERS, "profile": profile}}
+
+
+def one_line(capsys) -> str:
+    """The command's stderr, which must be one line without a traceback."""
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    return err
+
+
+def test_build_before_any_chapter_ran_says_what_to_run(tmp_path, capsys):
+    """Once a traceback "unknown profile 'unknown'" from the claims page."""
+    project = book_project(tmp_path, {"01_a": None, "02_b": None})
+    assert main(["build"], project) == 1
+    err = one_line(capsys)
+    assert "book/chapters/01_a" in err and "book/chapters/02_b" in err
+    assert "rankcollapse_book run 01_a 02_b" in err
+
+
+def test_build_after_runs_under_two_profiles_says_what_to_run(tmp_path, capsys):
+    """Once a traceback "unknown profile 'ci, smoke'": one book states one profile."""
+    project = book_project(tmp_path, {"01_a": record("ci"), "02_b": record("smoke")})
+    assert main(["build"], project) == 1
+    err = one_line(capsys)
+    assert "ci (01_a)" in err and "smoke (02_b)" in err
+    assert "rankcollapse_book run --profile ci" in err
+
+
+@pytest.mark.parametrize("toc", [b"format: jb-book\nroot: [intro\n", b"- just a list\n",
+                                 b"root: intro\nchapters:\n  - file: 3\n",
+                                 b"root: intro\n# caf\xe9\n"])
+def test_an_invalid_toc_is_named_with_what_to_do(tmp_path, capsys, toc):
+    project = book_project(tmp_path, {"01_a": record()})
+    (tmp_path / "_toc.yml").write_bytes(toc)
+    assert main(["build"], project) == 1
+    assert f"{tmp_path / '_toc.yml'}" in one_line(capsys)
+
+
+@pytest.mark.parametrize("bad", [{"seconds": "12"}, {"seconds": None}, {"seconds": float("nan")},
+                                 {"parameters": {"profile": ["ci"]}}, {"parameters": None}])
+def test_a_cache_record_with_bad_fields_counts_as_none(tmp_path, capsys, monkeypatch, bad):
+    """`run` executes the chapter again (once a ValueError formatting the time), and `build`
+    names the record and the command to run (once a TypeError adding up the times)."""
+    from rankcollapse_book import pipeline
+    from rankcollapse.files import sha256_file
+
+    project = book_project(tmp_path, {"01_a": None})
+    (tmp_path / "notebooks").mkdir()
+    shutil.copy(FIXTURES / "passing.py", tmp_path / "notebooks" / "01_a.py")
+    project.record("01_a").write_text(json.dumps(
+        {**record(), "key": cache_key(project, "01_a", PARAMETERS),
+         "notebook_sha256": sha256_file(project.output("01_a")), **bad}))
+    assert main(["build"], project) == 1
+    err = one_line(capsys)
+    assert ".cache/chapters/01_a.json" in err and "rankcollapse_book run 01_a" in err
+    executed = []
+    monkeypatch.setattr(pipeline, "execute", lambda p, name, _: executed.append(name) or 2.0)
+    assert pipeline.run_chapter(project, "01_a", PARAMETERS).status == "ok"
+    assert executed == ["01_a"]
+
+
+def test_a_chapter_source_that_is_not_utf8_is_named(tmp_path, capsys):
+    project = make_project(tmp_path, **{"01_pass": "passing"})
+    project.source("01_pass").write_bytes(b"# %%\nprint('caf\xe9')\n")  # Latin-1
+    assert main(["run", "--device", "cpu"], project) == 1
+    err = one_line(capsys)
+    assert "notebooks/01_pass.py" in err and "UTF-8" in err

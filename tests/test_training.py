@@ -313,21 +313,24 @@ def test_many_writers_end_with_one_correct_model(tmp_path):
     assert names == ["lock", "model.pt", "model.pt.sha256", "result.json", "result.json.sha256"]
 
 
-def test_a_checkpoint_that_fails_halfway_through_loading_leaves_no_trace(tmp_path):
-    """Valid model weights with a broken optimizer state: set aside, and training starts
-    from the seed's initialisation, not from the weights it had loaded."""
+def test_a_checkpoint_that_fails_halfway_through_loading_leaves_no_trace(tmp_path, capsys):
+    """A checkpoint of this run (its state and record intact) with valid model weights and a
+    broken optimizer state: set aside, and training starts from the seed's initialisation,
+    not from the weights it had loaded."""
     data, test = toy(96, 0), toy(32, 1)
     run = tmp_path / config().key(data)
-    run.mkdir(parents=True)
+    train(config(), data, test, tmp_path, "cpu", quiet=True, stop_after=4)
     trained = train(config(), data, test, tmp_path / "other", "cpu", quiet=True)
-    forge(run / "checkpoint.pt", obj={"model": trained.model.state_dict(),
-                                      "optimizer": {"state": "broken"},
-                                      "state": {"step": 4, "losses": [], "epoch_loss": 0.0,
-                                                "seconds": 0.0}})
+    saved = torch.load(run / "checkpoint.pt", weights_only=True)
+    forge(run / "checkpoint.pt", obj={**saved, "model": trained.model.state_dict(),
+                                      "optimizer": {"state": "broken"}})
+    capsys.readouterr()
     result = train(config(), data, test, tmp_path, "cpu", quiet=True)
     for k, v in weights(trained.model).items():
         assert torch.equal(v, weights(result.model)[k]), k  # the same as a clean run
     assert (run / "checkpoint.pt.corrupt").exists()
+    warning = capsys.readouterr().out
+    assert "set aside" in warning and "records" not in warning  # it failed on the optimizer
 
 
 def test_checkpoint_frequency_is_not_part_of_the_key():
@@ -362,3 +365,36 @@ def test_plateau_is_an_improvement_below_the_fraction_over_the_window():
     assert not plateaued(curve, window=3, fraction=0.05)  # 2.0 -> 0.96
     assert plateaued(curve + [{"heldout_loss": 1.2}], window=1)  # a rise is no improvement
     assert not plateaued(curve[:2], window=2)  # too short to tell
+
+
+@pytest.mark.parametrize("forged", ["copied", "copied with the key rewritten", "no record"])
+def test_a_checkpoint_of_another_run_is_never_resumed(tmp_path, capsys, forged):
+    """A softmax checkpoint under the Sinkhorn key, digest valid (a careless sync), or a
+    checkpoint that records no run (written before checkpoints recorded theirs): it is set
+    aside with a warning saying why, and training starts from the seed."""
+    import shutil
+
+    data, test = toy(96, 0), toy(32, 1)
+    source, target = (tmp_path / config(name).key(data) for name in ("softmax", "sinkhorn"))
+    wanted = config("sinkhorn" if forged.startswith("copied") else "softmax")
+    train(config("softmax"), data, test, tmp_path, "cpu", quiet=True, stop_after=5)
+    run = target if forged.startswith("copied") else source
+    if run == target:
+        target.mkdir()
+        for name in ("checkpoint.pt", "checkpoint.pt.sha256"):
+            shutil.copy(source / name, target / name)
+    saved = torch.load(run / "checkpoint.pt", weights_only=True)
+    if forged == "copied with the key rewritten":
+        forge(run / "checkpoint.pt", obj={**saved, "key": target.name})
+    elif forged == "no record":
+        forge(run / "checkpoint.pt", obj={k: saved[k] for k in ("model", "optimizer", "state")})
+    capsys.readouterr()
+    result = train(wanted, data, test, tmp_path, "cpu", quiet=True)
+    reference = train(wanted, data, test, tmp_path / "clean", "cpu", quiet=True)
+    for k, v in weights(reference.model).items():
+        assert torch.equal(v, weights(result.model)[k]), k
+    assert (run / "checkpoint.pt.corrupt").exists()
+    warning = capsys.readouterr().out
+    assert f"set aside {run / 'checkpoint.pt'}" in warning
+    assert {"copied": "records the run", "copied with the key rewritten": "another configuration",
+            "no record": "records no run"}[forged] in warning

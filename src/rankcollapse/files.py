@@ -1,6 +1,6 @@
 """Files that cannot be half-written, silently stale or silently corrupt: atomic writes,
 digests, files verified against their recorded digest, an advisory lock for many writers,
-and the source files a module depends on (for cache keys).
+and the source files a package holds or a module depends on (for cache keys).
 """
 
 from __future__ import annotations
@@ -107,10 +107,23 @@ def _imports(path: Path, module: str, package: str, root: Path) -> set[str]:
     return found
 
 
+def package_files(root: Path = PACKAGE_ROOT) -> list[Path]:
+    """Every file of the package at `root` that can change a number, sorted: its modules (of
+    sub-packages too), the C sources they compile and any package data. That is every file
+    under `root` but Python's bytecode caches and hidden files (an atomic write's temporary
+    file, an editor's swap file): a source nobody thought of is counted, not missed."""
+    def counts(path: Path) -> bool:
+        parts = path.relative_to(root).parts
+        return path.is_file() and "__pycache__" not in parts \
+            and not any(part.startswith(".") for part in parts)
+    return sorted(p for p in root.rglob("*") if counts(p))
+
+
 def module_sources(module: str, root: Path = PACKAGE_ROOT) -> list[Path]:
     """Source files of `module` and of every module of its package it imports, transitively,
-    found from the import statements (not a hand-written list), sorted; with each module, the
-    C source of the same name beside it (`_sinkhorn_native.c`: what the module compiles).
+    found from the import statements (not a hand-written list), sorted: the `package_files`
+    of those modules, each module's file with the files of the same name beside it
+    (`_sinkhorn_native.c`: what `_sinkhorn_native.py` compiles).
 
     A package's `__init__.py` counts only when something defined in it is imported.
     """
@@ -123,8 +136,8 @@ def module_sources(module: str, root: Path = PACKAGE_ROOT) -> list[Path]:
             continue
         seen.add(name)
         todo.extend(_imports(path, name, package, root) - seen)
-    paths = {module_path(name, root) for name in seen}
-    return sorted(paths | {p.with_suffix(".c") for p in paths if p.with_suffix(".c").is_file()})
+    modules = {module_path(name, root).with_suffix("") for name in seen}
+    return [p for p in package_files(root) if p.with_suffix("") in modules]
 
 
 def digest_files(paths, root: Path) -> str:

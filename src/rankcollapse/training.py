@@ -156,14 +156,16 @@ def train(cfg: TrainConfig, train_data: Dataset, test_data: Dataset,
 
     The run lives in `cache_dir/<cfg.key(train_data)>/`: `checkpoint.pt` (every
     `checkpoint_every` steps), then `model.pt` and `result.json` when finished, each written
-    atomically with its sha256 beside it. A finished run is loaded, an unfinished one resumes
-    from its checkpoint; a file that is unreadable, of the wrong structure or fails its
-    digest is set aside (`*.corrupt`) with a warning and the work is redone. Files hold
-    tensors and plain containers only and are loaded with `weights_only=True`. Processes
-    training the same run wait for each other (an advisory lock): the first trains, the
-    others load its result. `quiet` prints one line per epoch instead of progress bars (for
-    papermill logs). `stop_after` stops after that many steps in this call (for tests of
-    resume), returning a result with `steps` < the total and caching nothing final.
+    atomically with its sha256 beside it; the checkpoint and the record name their run (its
+    key and configuration). A finished run is loaded, an unfinished one resumes from its
+    checkpoint; a file that is unreadable, of the wrong structure, fails its digest or names
+    another run (or none) is set aside (`*.corrupt`) with a warning and the work is redone.
+    Files hold tensors and plain containers only and are loaded with `weights_only=True`.
+    Processes training the same run wait for each other (an advisory lock): the first
+    trains, the others load its result. `quiet` prints one line per epoch instead of
+    progress bars (for papermill logs). `stop_after` stops after that many steps in this
+    call (for tests of resume), returning a result with `steps` < the total and caching
+    nothing final.
     """
     _check_trainable(cfg, train_data, test_data)
     run = Path(cache_dir) / cfg.key(train_data)
@@ -208,7 +210,7 @@ def _train(run: Path, cfg: TrainConfig, train_data: Dataset, test_data: Dataset,
     total = per_epoch * cfg.epochs
     state = {"step": 0, "losses": [], "epoch_loss": 0.0, "seconds": 0.0, "curve": []}
     if (run / "checkpoint.pt").exists():
-        saved = _load_checkpoint(run / "checkpoint.pt", model, optimizer, dev)
+        saved = _load_checkpoint(run, cfg, model, optimizer, dev)
         if saved is None:  # set aside, perhaps after loading part of it: start from the seed
             model, optimizer = _fresh(cfg, dev)
         else:
@@ -241,7 +243,7 @@ def _train(run: Path, cfg: TrainConfig, train_data: Dataset, test_data: Dataset,
         if state["step"] % cfg.checkpoint_every == 0 or state["step"] == total:
             state["seconds"] = time.perf_counter() - started
             _save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                   "state": state}, run / "checkpoint.pt")
+                   "state": state, **_identity(run, cfg)}, run / "checkpoint.pt")
     bar.close()
     if state["step"] < total:
         return TrainResult(model, cfg, float("nan"), state["seconds"], state["step"],
@@ -286,10 +288,15 @@ def _test_identity(data: Dataset) -> dict:
 
 
 def _recorded(cfg: TrainConfig) -> dict:
-    """The configuration as `result.json` records it (JSON values; `checkpoint_every`, which
-    does not change the weights, left out)."""
+    """The configuration as `result.json` and the checkpoint record it (JSON values;
+    `checkpoint_every`, which does not change the weights, left out)."""
     fields = {k: v for k, v in asdict(cfg).items() if k != "checkpoint_every"}
     return json.loads(json.dumps(fields, default=str))
+
+
+def _identity(run: Path, cfg: TrainConfig) -> dict:
+    """What names the run a file belongs to: its key (the folder's name) and configuration."""
+    return {"key": run.name, "config": _recorded(cfg)}
 
 
 _STATE_KEYS = {"step", "losses", "epoch_loss", "seconds", "curve"}
@@ -312,10 +319,12 @@ def _load(path: Path, device: torch.device):
         raise CorruptFile(f"{path} cannot be loaded: {type(error).__name__}: {error}") from error
 
 
-def _load_checkpoint(path: Path, model: Classifier, optimizer, device: torch.device
-                     ) -> dict | None:
-    """Restore `model` and `optimizer` from the checkpoint at `path` and return its state;
-    None when there is none, or when it is corrupt (then it is set aside)."""
+def _load_checkpoint(run: Path, cfg: TrainConfig, model: Classifier, optimizer,
+                     device: torch.device) -> dict | None:
+    """Restore `model` and `optimizer` from the run's checkpoint and return its state; None
+    when there is none, or when it is corrupt or names another run or none (then it is set
+    aside, before anything of it is loaded)."""
+    path = run / "checkpoint.pt"
     if not path.exists():
         return None
     try:
@@ -323,6 +332,7 @@ def _load_checkpoint(path: Path, model: Classifier, optimizer, device: torch.dev
         if not (isinstance(saved, dict) and {"model", "optimizer", "state"} <= set(saved)
                 and isinstance(saved["state"], dict) and _STATE_KEYS <= set(saved["state"])):
             raise CorruptFile(f"{path} does not hold a checkpoint (model, optimizer, state)")
+        _check_same_run(path, saved, cfg, run.name)
         model.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
         return {k: saved["state"][k] for k in _STATE_KEYS}
@@ -338,7 +348,7 @@ def _finish(run: Path, cfg: TrainConfig, model: Classifier, state: dict, test_da
     _save(model.state_dict(), run / "model.pt")
     result = {"test_accuracy": accuracy, "train_seconds": state["seconds"],
               "steps": state["step"], "losses": state["losses"], "curve": state["curve"],
-              "config": _recorded(cfg), "key": run.name, **_test_identity(test_data)}
+              **_identity(run, cfg), **_test_identity(test_data)}
     write_verified(run / "result.json",
                    lambda tmp: tmp.write_text(json.dumps(result, indent=1, default=str)))
     _drop_checkpoint(run)
@@ -346,19 +356,24 @@ def _finish(run: Path, cfg: TrainConfig, model: Classifier, state: dict, test_da
                        state["losses"], False, state["curve"])
 
 
-def _check_same_run(record: Path, result: dict, cfg: TrainConfig, key: str) -> None:
-    """CorruptFile unless the finished run at `record` is the one asked for: its recorded key
-    is its folder's and its recorded configuration the requested one (a run copied under
-    another key, by a careless sync between machines, would be served as a model it is not)."""
-    if result["key"] != key:
-        raise CorruptFile(f"{record} records the run {result['key']!r}, not {key!r}: it was "
+def _check_same_run(path: Path, recorded: dict, cfg: TrainConfig, key: str) -> None:
+    """CorruptFile unless the file at `path` (a finished run's record, a checkpoint), which
+    holds `recorded`, belongs to the run asked for: its recorded key is its folder's and its
+    recorded configuration the requested one (a run copied under another key, by a careless
+    sync between machines, would be served, or resumed, as a model it is not). A file that
+    records no run (a checkpoint written before checkpoints recorded theirs) is refused too."""
+    if not isinstance(recorded.get("config"), dict) or "key" not in recorded:
+        raise CorruptFile(f"{path} records no run (no key and configuration): it cannot be "
+                          f"told from another run's")
+    if recorded["key"] != key:
+        raise CorruptFile(f"{path} records the run {recorded['key']!r}, not {key!r}: it was "
                           f"copied from another run")
     wanted = _recorded(cfg)
-    differ = sorted(k for k in set(wanted) | set(result["config"])
-                    if result["config"].get(k) != wanted.get(k))
+    differ = sorted(k for k in set(wanted) | set(recorded["config"])
+                    if recorded["config"].get(k) != wanted.get(k))
     if differ:
-        raise CorruptFile(f"{record} records another configuration ({differ[0]}: "
-                          f"{result['config'].get(differ[0])!r}, requested "
+        raise CorruptFile(f"{path} records another configuration ({differ[0]}: "
+                          f"{recorded['config'].get(differ[0])!r}, requested "
                           f"{wanted.get(differ[0])!r})")
 
 

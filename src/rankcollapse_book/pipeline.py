@@ -10,9 +10,9 @@ A chapter is `notebooks/NN_name.py` (jupytext py:percent). `run` converts it in 
 notebook, executes it with papermill (parameters `profile`, resolved `device`, `seed` injected
 after the cell tagged `parameters`; working directory = the repository root) and writes
 `book/chapters/NN_name.ipynb`. A chapter is skipped when its cache key (chapter source, the
-science package, the tooling that runs inside a chapter, parameters, pins) matches the record
-in `.cache/chapters/NN_name.json`. The first
-failing chapter stops the run; its partly executed notebook stays in `book/chapters/` for
+science package with its C loops and stand-in data, the tooling that runs inside a chapter,
+parameters, pins) matches the record in `.cache/chapters/NN_name.json`. The first failing
+chapter stops the run; its partly executed notebook stays in `book/chapters/` for
 inspection and no cache record is written for it. `build` runs
 `jupyter-book build . -W -n --keep-going --config _build/_config.yml` from the repository
 root, with `_config.yml` plus a page footer naming the book's version and the commit the
@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -41,7 +42,8 @@ from traitlets.config import Config
 
 from rankcollapse import __version__
 from rankcollapse.devices import DEVICES, resolve_device
-from rankcollapse.files import atomic_write_text, digest_files, module_sources, sha256_file
+from rankcollapse.files import (atomic_write_text, digest_files, module_sources, package_files,
+                                sha256_file)
 from rankcollapse.profiles import PROFILES, get_profile
 from rankcollapse.trainings import seed_argument
 from rankcollapse_book.chapter import FIGURE_DIR, caption_note, fill_execution_time, find_root
@@ -61,6 +63,11 @@ class ChapterFailed(RuntimeError):
     """A chapter raised while executing; the message names the source file and the cell."""
 
 
+class BookError(RuntimeError):
+    """A file the book cannot be run or built from (`_toc.yml` that is not valid, say): the
+    message names the file and what to do, and the command prints it as its one line."""
+
+
 @dataclass(frozen=True)
 class Project:
     """Where the pipeline reads and writes, all relative to the repository `root`."""
@@ -74,6 +81,12 @@ class Project:
     @property
     def chapters(self) -> Path:
         return self.root / "book" / "chapters"
+
+    @property
+    def standins(self) -> Path:
+        """The stand-in datasets, shipped as the package `rankcollapse.standins`
+        (pyproject.toml maps it to `data/`)."""
+        return self.root / "data"
 
     @property
     def cache(self) -> Path:
@@ -105,14 +118,16 @@ class Outcome:
 
 
 def cache_key(project: Project, name: str, parameters: dict) -> str:
-    """sha256 over the chapter source, every source of the science package, the tooling
-    modules a chapter runs (the header, figure export: found from `chapter`'s imports; not the
-    pipeline, the Figures page or the site check), the parameters and the pins."""
+    """sha256 over the chapter source, every file of the science package that can change a
+    number (`files.package_files`: modules, the C loops, package data such as the stand-in
+    datasets), the tooling modules a chapter runs (the header, figure export: found from
+    `chapter`'s imports; not the pipeline, the Figures page or the site check), the
+    parameters and the pins."""
     digest = hashlib.sha256(project.source(name).read_bytes())
     src = project.root / "src"
-    science = sorted((src / "rankcollapse").rglob("*.py"))
+    science = package_files(src / "rankcollapse") + package_files(project.standins)
     in_kernel = module_sources("rankcollapse_book.chapter", src / "rankcollapse_book")
-    digest.update(digest_files([p for p in science + in_kernel if p.is_file()], src).encode())
+    digest.update(digest_files(science + in_kernel, project.root).encode())
     digest.update(json.dumps(parameters, sort_keys=True).encode())
     pins = project.root / "pyproject.toml"
     digest.update(pins.read_bytes() if pins.is_file() else b"")
@@ -121,14 +136,37 @@ def cache_key(project: Project, name: str, parameters: dict) -> str:
 
 def read_record(project: Project, name: str) -> dict | None:
     """The cache record of the last successful execution of `name`, if any; a record that
-    is unreadable or lacks its fields counts as none (the chapter runs again)."""
+    is unreadable, lacks a field or holds one of another kind (`seconds` a string, a profile
+    this version does not know) counts as none: the chapter runs again."""
     path = project.record(name)
     try:
-        record = json.loads(path.read_text())
+        record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    fields = {"key", "seconds", "notebook_sha256"}
-    return record if isinstance(record, dict) and fields <= set(record) else None
+    return record if _valid_record(record) else None
+
+
+def _valid_record(record) -> bool:
+    """Whether `record` holds what `run_chapter` writes, each field of its kind."""
+    if not isinstance(record, dict):
+        return False
+    seconds, parameters = record.get("seconds"), record.get("parameters")
+    return (isinstance(record.get("key"), str) and isinstance(record.get("notebook_sha256"), str)
+            and isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
+            and math.isfinite(seconds) and seconds >= 0 and isinstance(parameters, dict)
+            and isinstance(parameters.get("profile"), str) and parameters["profile"] in PROFILES)
+
+
+def read_source(project: Project, name: str) -> str:
+    """The text of chapter `name`'s source; ChapterFailed naming the file when it is not
+    UTF-8 (jupytext and papermill read nothing else)."""
+    source = project.source(name)
+    try:
+        return source.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ChapterFailed(f"chapter {name}: {source.relative_to(project.root)} is not UTF-8 "
+                            f"text (byte 0x{error.object[error.start]:02x} at offset "
+                            f"{error.start}); save it as UTF-8") from None
 
 
 def check_kernel() -> None:
@@ -146,7 +184,7 @@ def check_kernel() -> None:
 
 def execute(project: Project, name: str, parameters: dict) -> float:
     """Execute chapter `name` into `book/chapters/`; return its wall time in seconds."""
-    notebook = jupytext.read(project.source(name))
+    notebook = jupytext.reads(read_source(project, name), fmt="py")
     notebook.metadata["kernelspec"] = {"name": KERNEL, "display_name": "Python 3",
                                        "language": "python"}
     project.chapters.mkdir(parents=True, exist_ok=True)
@@ -185,7 +223,7 @@ def finalize(path: Path, seconds: float, parameters: dict) -> None:
 def describe_failure(project: Project, name: str, error: papermill.PapermillExecutionError) -> str:
     """Name the chapter file and line, the failing cell (index, first lines) and the error."""
     source = project.source(name)
-    text = source.read_text()
+    text = read_source(project, name)
     offset = text.find(error.source) if error.source.strip() else -1
     traceback = ANSI_COLOR.sub("", "\n".join(error.traceback))
     in_cell = re.search(r"Cell In\[\d+\], line (\d+)", traceback)
@@ -255,16 +293,55 @@ def summary(outcomes: list[Outcome]) -> str:
     return "\n".join(lines)
 
 
+TOC_HELP = "https://jupyterbook.org/en/stable/structure/toc.html"
+
+
+def read_yaml(path: Path) -> dict:
+    """The mapping in the YAML file at `path` (an empty file holds an empty one); BookError
+    naming the file and the place when it is not UTF-8 YAML or not a mapping (OSError when
+    it cannot be read)."""
+    try:
+        content = yaml.safe_load(path.read_bytes())
+    except yaml.reader.ReaderError as error:  # a byte that is not UTF-8, or a control code
+        what = (f"is not UTF-8 text (byte 0x{error.character:02x}" if error.encoding != "unicode"
+                else f"holds a character YAML does not allow (#x{error.character:04x}")
+        raise BookError(f"{path} {what} at offset {error.position}); save it as UTF-8 text "
+                        f"without control characters") from None
+    except yaml.YAMLError as error:
+        where = getattr(error, "problem_mark", None)
+        at = f" at line {where.line + 1}" if where else ""
+        raise BookError(f"{path} is not valid YAML{at} ({getattr(error, 'problem', error)}); "
+                        f"correct it") from None
+    content = {} if content is None else content
+    if not isinstance(content, dict):
+        raise BookError(f"{path} does not hold a mapping (`key: value` lines) but a "
+                        f"{type(content).__name__}; correct it")
+    return content
+
+
 def toc_files(root: Path) -> list[str]:
-    """Every `file:` and `root:` entry of `_toc.yml`, in order, without suffix."""
+    """Every `file:` and `root:` entry of `_toc.yml`, in order, without suffix; BookError
+    naming `_toc.yml` when it is not valid YAML, not a mapping with a `root:`, or holds an
+    entry that is not a file name."""
+    path = root / "_toc.yml"
+
     def walk(node) -> list[str]:
         if isinstance(node, list):
             return [f for item in node for f in walk(item)]
         if not isinstance(node, dict):
             return []
         own = [node[k] for k in ("root", "file") if k in node]
+        wrong = [f for f in own if not (isinstance(f, str) and f.strip())]
+        if wrong:
+            raise BookError(f"{path} has an entry whose file is {wrong[0]!r}, not a file name "
+                            f"like book/intro; correct it (see {TOC_HELP})")
         return own + walk([v for v in node.values() if isinstance(v, (list, dict))])
-    return walk(yaml.safe_load((root / "_toc.yml").read_text()))
+
+    toc = read_yaml(path)
+    if "root" not in toc:
+        raise BookError(f"{path} has no `root:` entry (the first page, like book/intro); "
+                        f"correct it (see {TOC_HELP})")
+    return walk(toc)
 
 
 BUILD_CONFIG = Path("_build") / "_config.yml"  # _config.yml with the footer, made by `build`
@@ -297,7 +374,7 @@ def footer(root: Path, repository: str = "") -> str:
 def build_config(root: Path) -> Path:
     """Write `_build/_config.yml`: `_config.yml` with `html.extra_footer` set to `footer`
     (the commit changes with every build, so it cannot live in `_config.yml` itself)."""
-    config = yaml.safe_load((root / "_config.yml").read_text()) or {}
+    config = read_yaml(root / "_config.yml")
     repository = (config.get("repository") or {}).get("url") or ""
     config.setdefault("html", {})["extra_footer"] = footer(root, repository)
     path = root / BUILD_CONFIG
@@ -306,25 +383,57 @@ def build_config(root: Path) -> Path:
     return path
 
 
+def unbuildable(project: Project, chapters: list[str], records: dict[str, dict | None]) -> str:
+    """Why the executed chapters cannot make one book, with the command that fixes it; ""
+    when they can. Every chapter needs its executed notebook and a valid cache record, and
+    all of them one profile (the book states one)."""
+    run = f"{sys.executable} -m rankcollapse_book run"
+    by_profile: dict[str, list[str]] = {}
+    for chapter, record in records.items():
+        if record:
+            by_profile.setdefault(record["parameters"]["profile"], []).append(chapter)
+    missing = [c for c in chapters if records[c] is None or not project.output(c).is_file()]
+    if missing:
+        def why(chapter: str) -> str:
+            path = project.record(chapter)
+            return (f" (its cache record {path.relative_to(project.root)} is not valid)"
+                    if path.is_file() and records[chapter] is None else "")
+        profile = f" --profile {next(iter(by_profile))}" if len(by_profile) == 1 else ""
+        named = ", ".join(f"book/chapters/{c}{why(c)}" for c in missing)
+        return (f"not successfully executed: {named}; execute them first: {run} "
+                f"{' '.join(missing)}{profile}")
+    if len(by_profile) > 1:
+        executed = "; ".join(f"{p} ({', '.join(c)})" for p, c in sorted(by_profile.items()))
+        return (f"the chapters were executed under several profiles: {executed}; a book "
+                f"states one: execute them all under one, e.g. {run} --profile "
+                f"{min(by_profile)}")
+    return ""
+
+
 def build(project: Project) -> int:
     """Write the Figures page, build the HTML book with warnings as errors, then copy the
-    figure exports to `_build/html/figures/`. Returns the exit status of jupyter-book."""
+    figure exports to `_build/html/figures/`. Returns the exit status of jupyter-book, or 1
+    with one line saying what to run when the chapters cannot make a book (one was not
+    executed, or they were executed under several profiles) or a page is missing."""
     toc = toc_files(project.root)
-    if str(PAGE.with_suffix("")) in toc:
-        write_figures_page(project.root, project.chapters, toc)
     chapters = [Path(f).name for f in toc if f.startswith("book/chapters/")]
     records = {c: read_record(project, c) for c in chapters}
-    if str(LEDGER.with_suffix("")) in toc:
-        profiles = {r["parameters"]["profile"] for r in records.values() if r}
-        write_ledger(project.root, chapters, ", ".join(sorted(profiles)) or "unknown")
+    refusal = unbuildable(project, chapters, records)
+    if refusal:
+        print(refusal, file=sys.stderr)
+        return 1
+    if str(PAGE.with_suffix("")) in toc:
+        write_figures_page(project.root, project.chapters, toc)
+    profiles = {r["parameters"]["profile"] for r in records.values()}
+    if str(LEDGER.with_suffix("")) in toc and profiles:
+        write_ledger(project.root, chapters, profiles.pop())
     if "book/reproduce" in toc:
         write_reproduce_parts(project.root, records)
-    missing = [f for f in toc_files(project.root)
-               if not any((project.root / f).with_suffix(s).is_file() for s in (".md", ".ipynb"))
-               or (f.startswith("book/chapters/") and read_record(project, Path(f).name) is None)]
+    missing = [f for f in toc
+               if not any((project.root / f).with_suffix(s).is_file() for s in (".md", ".ipynb"))]
     if missing:
-        print(f"missing or not successfully executed: {', '.join(missing)}; execute the "
-              f"chapters first: {sys.executable} -m rankcollapse_book run", file=sys.stderr)
+        print(f"missing pages: {', '.join(missing)} (listed in _toc.yml, no .md or .ipynb); "
+              f"write them or take them out of _toc.yml", file=sys.stderr)
         return 1
     jupyter_book = Path(sys.executable).with_name("jupyter-book")
     config = build_config(project.root).relative_to(project.root)
@@ -375,13 +484,13 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None, project: Project | None = None) -> int:
     """Entry point; returns (and as a script exits with) the status: 0 ok, 1 failed (with one
-    line saying why when a file cannot be written or read: a cache folder that is not
-    writable, say), 2 refused."""
+    line saying why when a file cannot be written or read, a cache folder that is not
+    writable, say, or is not valid, `_toc.yml` say), 2 refused."""
     cli = parser()
     args = cli.parse_args(argv)
     try:
         return _main(cli, args, project)
-    except OSError as error:
+    except (OSError, BookError) as error:
         print(f"rankcollapse-book: {error}", file=sys.stderr)
         return 1
 
