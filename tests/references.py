@@ -162,12 +162,15 @@ def plain_simulate(sds, units, direction, log_ratios, margins, family, runs, rng
     for _ in range(runs):
         outcomes = []
         for sd, n, log_ratio, margin in zip(sds, units, log_ratios, margins):
+            if min(n) < 3:  # no interval in the real run either: undecided, nothing drawn
+                outcomes.append("undecided")
+                continue
             if len(n) == 1:
-                x = [float(v) for v in rng.normal(log_ratio, sd[0] or 1.0, n[0])]
+                x = [float(v) for v in rng.normal(log_ratio, sd[0], n[0])]
                 mean, se, df = plain_mean(x), plain_sd(x) / math.sqrt(n[0]), n[0] - 1
             else:
-                a = [float(v) for v in rng.normal(0.0, sd[0] or 1.0, n[0])]
-                b = [float(v) for v in rng.normal(log_ratio, sd[1] or 1.0, n[1])]
+                a = [float(v) for v in rng.normal(0.0, sd[0], n[0])]
+                b = [float(v) for v in rng.normal(log_ratio, sd[1], n[1])]
                 mean, se, df = plain_welch(a, b)
             ratio, low, high = plain_interval(mean, se, df, level, plain_quantile)
             outcomes.append(PLAIN_OUTCOMES[direction][plain_found(ratio, low, high, margin)])
