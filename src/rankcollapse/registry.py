@@ -408,9 +408,14 @@ def registered(claim_id: str) -> Registered:
     names the registered id that differs only in case: 'C4A' -> 'C4a')."""
     if claim_id in CLAIMS:
         return CLAIMS[claim_id]
+    raise ValueError(f"unknown claim id {claim_id!r}; {claim_ids_words(claim_id)}")
+
+
+def claim_ids_words(claim_id: str) -> str:
+    """"did you mean 'C4a'? the claims are C1, ...": what to write instead of `claim_id`."""
     meant = [c for c in CLAIMS if c.lower() == str(claim_id).lower()]
     hint = f"did you mean {meant[0]!r}? " if meant else ""
-    raise ValueError(f"unknown claim id {claim_id!r}; {hint}the claims are {', '.join(CLAIMS)}")
+    return f"{hint}the claims are {', '.join(CLAIMS)}"
 
 
 def family_level_words(size: int) -> str:
