@@ -9,6 +9,10 @@ design (`verdicts.calibration`), and writes the book's Claims page (`book/claims
 findings summary the intro includes (`book/findings.md`) and `claims.json`, which `build`
 copies to `_build/html/claims.json`. The page also prints the registry itself: the
 pre-registered primary test of every claim.
+
+A claim is decided on all its registered parts or not at all: where a part did not run in
+this build, the claim is "not testable here" and its finding names the part. A record
+under an id or part name that is not registered is an error, never dropped.
 """
 
 from __future__ import annotations
