@@ -162,12 +162,15 @@ def plain_simulate(sds, units, direction, log_ratios, margins, family, runs, rng
     for _ in range(runs):
         outcomes = []
         for sd, n, log_ratio, margin in zip(sds, units, log_ratios, margins):
+            if min(n) < 3:  # no interval in the real run either: undecided, nothing drawn
+                outcomes.append("undecided")
+                continue
             if len(n) == 1:
-                x = [float(v) for v in rng.normal(log_ratio, sd[0] or 1.0, n[0])]
+                x = [float(v) for v in rng.normal(log_ratio, sd[0], n[0])]
                 mean, se, df = plain_mean(x), plain_sd(x) / math.sqrt(n[0]), n[0] - 1
             else:
-                a = [float(v) for v in rng.normal(0.0, sd[0] or 1.0, n[0])]
-                b = [float(v) for v in rng.normal(log_ratio, sd[1] or 1.0, n[1])]
+                a = [float(v) for v in rng.normal(0.0, sd[0], n[0])]
+                b = [float(v) for v in rng.normal(log_ratio, sd[1], n[1])]
                 mean, se, df = plain_welch(a, b)
             ratio, low, high = plain_interval(mean, se, df, level, plain_quantile)
             outcomes.append(PLAIN_OUTCOMES[direction][plain_found(ratio, low, high, margin)])
@@ -179,14 +182,14 @@ def _sd_or_nan(xs) -> float:
     return plain_sd(xs) if len(xs) > 1 else math.nan
 
 
-def plain_select(rows, variants, positions_of):
+def plain_select(rows, variants, positions_of, depth=None):
     """The rows of `variants` (every row when none are named) at the positions
-    `positions_of(depth)`, the depth being the deepest position of the rows kept (every
-    position when `positions_of` is None)."""
+    `positions_of(depth)`, `depth` the task's registered depth (every position when
+    `positions_of` is None)."""
     if variants:
         rows = [r for r in rows if r["variant"] in variants]
     if positions_of is not None:
-        keep = set(positions_of(max(r["position"] for r in rows)))
+        keep = set(positions_of(depth))
         rows = [r for r in rows if r["position"] in keep]
     return rows
 
@@ -239,15 +242,19 @@ def plain_result(part, task, groups, level, values, censored, tied, sd, directio
 
 
 def plain_run(rows, tasks, part, kind, direction, level, floor, first, second=None,
-              requires=False, margin=0.1, titles=None):
+              requires=False, margin=0.1, titles=None, depths=None):
     """A registered test, task by task, on `rows` (a list of dicts): `first` and `second`
-    are (variants, positions_of) selections; kind paired, contrast or groups."""
+    are (variants, positions_of) selections, positions at `depths[task]`; kind paired,
+    contrast or groups."""
     out = []
     for task in tasks:
         mine = [r for r in rows if r["task"] == task]
+        first_at, second_at = ((*s, (depths or {}).get(task)) if s else s
+                               for s in (first, second))
         name = (titles or {}).get(task, task)
         if kind == "groups":
-            sides = [plain_scores(plain_select([r for r in mine if r["group"] == side], *first),
+            sides = [plain_scores(plain_select([r for r in mine if r["group"] == side],
+                                               *first_at),
                                   floor) for side in ("reference", "other")]
             groups = [list(s[0].values()) for s in sides]
             one_value = any("value" in r for r in mine)
@@ -258,13 +265,13 @@ def plain_run(rows, tasks, part, kind, direction, level, floor, first, second=No
                                     sides[0][2] + sides[1][2], tied,
                                     tuple(_sd_or_nan(g) for g in groups), direction, margin))
             continue
-        s1, v1, c1, t1 = plain_scores(plain_select(mine, *first), floor)
+        s1, v1, c1, t1 = plain_scores(plain_select(mine, *first_at), floor)
         if kind == "paired":
             x = list(s1.values())
             out.append(plain_result(part, name, [x], level, v1, c1, t1, (_sd_or_nan(x),),
                                     direction, margin))
             continue
-        s2, v2, c2, t2 = plain_scores(plain_select(mine, *second), floor)
+        s2, v2, c2, t2 = plain_scores(plain_select(mine, *second_at), floor)
         diff = [s1[u] - s2[u] for u in s1 if u in s2]
         requirement = None
         if requires:

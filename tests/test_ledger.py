@@ -139,11 +139,15 @@ LEVEL6 = 1 - 0.05 / 6
 
 
 def more_records(tmp_path):
-    """Chapters 4 and 6: C6d recorded by both, a check at the floor, two groups, a mostly tied
-    test, B4's sequence."""
+    """Chapters 4 and 6: C6d recorded by both (each of its four parts by one), a check at the
+    floor, two groups, a mostly tied test, B4's sequence."""
     ch4 = [Claim.of("C6d", [Result("random networks with skips, no LayerNorm, hidden states",
                                    "σ = 2", 1.25, "more", "agrees", 1.12, 1.4, 0.996, (4,), 1.35,
-                                   values=48, sd=(0.1,))], "Part two.", figure="fig-b, fig-z")]
+                                   values=48, sd=(0.1,)),
+                            Result("random networks with skips and LayerNorm, path products",
+                                   "σ = 1", 1.5, "more", "agrees", 1.2, 1.9, 0.996, (4, 12), 1.3,
+                                   values=160, sd=(0.1, 0.2))], "Part two.",
+                    figure="fig-b, fig-z")]
     ch6 = [Claim.of("C1", [check_result("random pure attention", "every logit scale", 2.2e-15,
                                         True, bound="≤")], "Collapsed.", figure="fig-c1"),
            Claim.of("C6c", [Result("random against trained", "text, softmax", 2.5, "more",
@@ -155,7 +159,10 @@ def more_records(tmp_path):
                     data="trained on t"),
            Claim.of("C6d", [Result("random networks with skips and LayerNorm, hidden states",
                                    "σ = 1", 1.3, "more", "agrees", 1.15, 1.5, 0.996, (4,), 1.4,
-                                   values=48, sd=(0.1,))], "Part one.",
+                                   values=48, sd=(0.1,)),
+                            Result("trained models, correlation broken", "mnist", 1.4, "more",
+                                   "agrees", 1.1, 1.8, 0.996, (5,), 1.35, values=50,
+                                   sd=(0.15,), requirement="more")], "Part one.",
                     figure="fig-z, fig-a"),
            Claim.of("C4b", [Result("trained models", "text", 1.0, "undecided", "undecided",
                                    level=1 - 0.05 / 3, units=(3,), values=10, tied=6,
@@ -208,7 +215,7 @@ def test_merged_rows_written_out(tmp_path):
         "network / pool"
     assert c6d["number"] is None and c6d["interval"] is None and c6d["family"] == 12
     assert c6d["detectable_ratio"] == 1.4 and c6d["direction"] == "more"
-    assert [r["task"] for r in c6d["results"]] == ["σ = 2", "σ = 1"]
+    assert [r["task"] for r in c6d["results"]] == ["σ = 2", "σ = 1", "σ = 1", "mnist"]
     tests = [Result(**{k: tuple(v) if isinstance(v, list) else v for k, v in r.items()})
              for r in c6d["results"]]
     false_rate, power, every = plain_calibration(tests, "more", 12, RUNS, 0, 1.5)
@@ -360,11 +367,11 @@ def test_tables_written_out(tmp_path):
         ":::{div} ledger",
         "| id | direction | tests | each test's level | finds the paper's result where it is "
         "false | finds it on some task | on every task |\n|---|---|---|---|---|---|---|",
-        f"| C6d | Sinkhorn higher | 2 | 99.6% each (12 tests) | {100 * c6d['false_rate']:.1f}% | "
+        f"| C6d | Sinkhorn higher | 4 | 99.6% each (12 tests) | {100 * c6d['false_rate']:.1f}% | "
         f"{100 * c6d['power']:.0f}% at a 1.5× effect | {100 * c6d['power_every']:.0f}% |",
         f"| C4b | Sinkhorn higher | 1 | 98.3% each (3 tests) | {100 * c4b['false_rate']:.1f}% | "
         f"{100 * c4b['power']:.0f}% at a 1.5× effect | {100 * c4b['power_every']:.0f}% |",
-        f"| C6d | no Sinkhorn advantage | 2 | 95% each (1 test) | "
+        f"| C6d | no Sinkhorn advantage | 4 | 95% each (1 test) | "
         f"{100 * c6d['false_rate']:.1f}% | {100 * c6d['power']:.0f}% where the true ratio is 1 "
         f"| {100 * c6d['power_every']:.0f}% |",
         f"| C4b | Sinkhorn lower | 1 | 97.5% each (2 tests) | {100 * c4b['false_rate']:.1f}% | "
@@ -544,3 +551,65 @@ def test_rows_say_how_many_values_were_at_the_floor():
                censored=7, values=36).record()
     assert "| lower (7 of 36 values at the floor) | 0.800 (0.700–0.900) |" in _result_row(r)
     assert "| lower | 0.800" in _result_row(dict(r, censored=0))
+
+
+# ----------------------------------------------------------------------------- bad records
+
+
+def _record_with(tmp_path, **change):
+    records(tmp_path)
+    path = tmp_path / "book" / "chapters" / "claims" / "05_five.json"
+    rows = json.loads(path.read_text())
+    rows[3] = {**rows[3], **change}  # the C4a row
+    path.write_text(json.dumps(rows))
+    return collect(tmp_path, ["02_two", "05_five"])
+
+
+def test_a_record_whose_id_differs_in_case_is_refused_not_dropped(tmp_path):
+    """C4A once vanished from the ledger, and C4a read 'not testable here'."""
+    rows = _record_with(tmp_path, id="C4A")
+    with pytest.raises(ValueError, match=r"^chapter 05_five records claim id 'C4A'; did you "
+                                         r"mean 'C4a'\? .*the claims are C1, "):
+        ledger(rows, "ci", RUNS)
+    with pytest.raises(ValueError, match=r"^chapter 05_five records claim id 'C44'; the "
+                                         r"claims are C1, "):
+        ledger(_record_with(tmp_path, id="C44"), "ci", RUNS)
+
+
+def test_a_record_with_a_misspelt_part_is_refused(tmp_path):
+    rows = _record_with(tmp_path)
+    rows[3]["results"][1]["part"] = "trained model"
+    with pytest.raises(ValueError, match=r"^chapter 05_five: C4a has no part 'trained model'; "
+                                         r"its parts: trained models"):
+        ledger(rows, "ci", RUNS)
+
+
+def test_a_claim_with_a_registered_part_not_run_says_so(tmp_path):
+    """C9 is registered on random logits and on trained models; with only the random part
+    recorded it was decided 'reproduced' on that part alone."""
+    records(tmp_path)
+    rows = ledger(collect(tmp_path, ["02_two", "05_five"]), "ci", RUNS)
+    c9 = {r["id"]: r for r in rows}["C9"]
+    assert c9["verdict"] == "not testable here"
+    assert c9["finding"] == ("Not decided: no chapter of this build recorded its part "
+                             "'trained models' (a claim is decided on every registered part, "
+                             "never on the rest). Random: more.")
+    assert [r["part"] for r in c9["results"]] == ["random logits"]  # still shown
+    assert c9["calibration"] is None
+    trained = Claim.of("C9", [result("trained models", "text", "more", "agrees")], "Trained.")
+    save_records(tmp_path, "05_five", "ci", [trained.record()])
+    both = ledger(collect(tmp_path, ["02_two", "05_five"]), "ci", RUNS)
+    c9 = {r["id"]: r for r in both}["C9"]
+    assert c9["verdict"] == "reproduced" and c9["finding"] == "Random: more. Trained."
+
+
+def test_a_claim_tested_on_too_few_units_is_calibrated_not_a_crash(tmp_path):
+    """Two seeds on one task: that test is undecided, in the run and in the simulation."""
+    few = Claim.of("C4a", [result("trained models", "text", "undecided", "undecided",
+                                  units=(2,)),
+                           result("trained models", "mnist", "more", "agrees", units=(5,))],
+                   "Two seeds on text.")
+    save_records(tmp_path, "05_five", "ci", [few.record()])
+    c4a = {r["id"]: r for r in ledger(collect(tmp_path, ["05_five"]), "ci", RUNS)}["C4a"]
+    assert c4a["verdict"] == "partly reproduced"
+    assert c4a["calibration"]["power_every"] == 0.0  # text can never agree with two seeds

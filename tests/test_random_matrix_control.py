@@ -1,6 +1,8 @@
 """Chapter 4's experiment module: random logits, identity layers, paired paths, pools as the
 independent units, and the claims it decides."""
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -96,17 +98,18 @@ def pools(setting: str, ratio: float, n_pools: int = 12, depths=(1, 2, 3, 4),
 
 
 def stacks(ratio: float, draws: int = 12) -> pd.DataFrame:
-    """`hidden_state_stacks`-shaped rows: per logit scale, draw and layer, two inputs."""
+    """`hidden_state_stacks`-shaped rows: per logit scale, draw and layer (0, the input,
+    to 4), two inputs."""
     return pd.DataFrame([{"logit_std": s, "draw": d, "layer": l, "sample": i,
                           "normalization": name,
                           "residual": 0.1 * (1 + d) * (ratio * (1 + 0.01 * (d % 3 - 1))
                                                        if name == "sinkhorn" else 1)}
-                         for s in HIDDEN_SCALES for d in range(draws) for l in range(4)
+                         for s in HIDDEN_SCALES for d in range(draws) for l in range(5)
                          for i in range(2) for name in ("softmax", "sinkhorn")])
 
 
 def test_claims_follow_the_registered_tests():
-    ci = get_profile("ci")
+    ci = replace(get_profile("ci"), depth=4)  # the random stacks and pools below: 4 layers
     control = pd.concat([pools("independent", 1.0), pools("independent, half identity", 0.5)])
     networks = pd.concat([pools(network_label(True, s), 2.0) for s in NETWORK_SCALES])
     controls = pd.concat([pools(control_label(s), 1.0) for s in NETWORK_SCALES])

@@ -16,7 +16,20 @@ from rankcollapse.registry import (CLAIMS, FINDINGS, Claim, Span, decide, family
                                    run_sequence, tasks_of)
 from rankcollapse.verdicts import CLAIM_VERDICTS, FINDING_VERDICTS, Result
 
-CI = THREE_TASKS  # the three-task profile the written-out tables assume (conftest)
+
+
+def at_depths(profile, stack: int | None = None, **tasks: int):
+    """`profile` with its trained tasks at the depths `tasks` (role -> depth) and its random
+    stacks at `stack`: the depths `run` resolves spans against (`registered_depth`)."""
+    return replace(profile, depth=stack or profile.depth,
+                   tasks={k: replace(t, depth=tasks.get(k, t.depth))
+                          for k, t in profile.tasks.items()})
+
+
+# The three-task profile the written-out tables assume (conftest), its trained tasks at the
+# depth of most tables below (12 layers, as the profile's random stacks); a test whose tables
+# have other depths registers those (`at_depths`).
+CI = at_depths(THREE_TASKS, text=12, mnist=12, cats_dogs=12)
 VARIANTS = ("full model", "without FFN", "without skip", "pure attention (no FFN, no skip)")
 
 
@@ -299,11 +312,12 @@ def table_rows(spec, variants=("full model",), seed=0):
 
 
 def _check(claim_id, part_name, rows, kind, direction, family_size, floor, first,
-           second=None, requires=False, margin=0.1, titles=None, tasks=None):
-    results = run(claim_id, part_name, pd.DataFrame(rows), CI, titles)
+           second=None, requires=False, margin=0.1, titles=None, tasks=None, profile=CI):
+    results = run(claim_id, part_name, pd.DataFrame(rows), profile, titles)
     tasks = tasks or tuple(dict.fromkeys(r["task"] for r in rows))
+    depths = {t: registry.registered_depth(t, profile) for t in tasks}
     expected = plain_run(rows, tasks, part_name, kind, direction, 1 - 0.05 / family_size, floor,
-                         first, second, requires, margin, titles)
+                         first, second, requires, margin, titles, depths)
     assert_results(results, expected)
     return results
 
@@ -320,7 +334,7 @@ def test_paired_run_matches_the_plain_loop_on_every_task():
             r["softmax"], r["sinkhorn"] = 1e-18, 1e-16
     results = _check("C4a", "trained models", rows, "paired", "more", 3, FLOOR64,
                      (("full model",), ALL_LAYERS), titles={"mnist": "MNIST"},
-                     tasks=("text", "mnist", "cats_dogs"))
+                     tasks=("text", "mnist", "cats_dogs"), profile=at_depths(CI, mnist=8))
     assert [r.task for r in results] == ["text", "MNIST", "cats_dogs"]
     assert [r.found for r in results] == ["more", "not less", "undecided"]
     assert [r.outcome for r in results] == ["agrees", "undecided", "undecided"]
@@ -336,7 +350,8 @@ def test_mostly_tied_tasks_keep_their_estimate_but_decide_nothing():
         if r["position"] <= ties:
             r["softmax"], r["sinkhorn"] = 1e-20, 1e-19
     results = _check("C4d", "trained models", rows, "paired", "more", 3, FLOOR64,
-                     (("full model",), ALL_LAYERS))
+                     (("full model",), ALL_LAYERS),
+                     profile=at_depths(CI, text=6, mnist=6, cats_dogs=6))
     assert [r.tied for r in results] == [16, 12, 0] and results[0].values == 24
     assert [r.found for r in results] == ["undecided", "more", "more"]
     assert results[0].number == pytest.approx(math.exp(np.mean(
@@ -349,8 +364,6 @@ def test_contrast_run_matches_the_plain_loop_with_its_requirement():
         "mnist": (6, 8, lambda u, v, l: (0.0 if l <= 4 else -0.6) + 0.01 * u),
         "cats_dogs": (4, 12, lambda u, v, l: (0.03 if l <= 6 else -0.5) + 0.1 * (u % 2))}
     rows = table_rows(spec)
-    rows = [r for r in rows if not (r["task"] == "cats_dogs" and r["unit"] == 3
-                                    and r["position"] > 6)]  # one unit without late layers
     for r in rows:
         if r["task"] == "text" and r["position"] == 1 and r["unit"] < 2:
             r["softmax"] = 1e-17  # censored early, not tied: the same log ratio
@@ -359,11 +372,11 @@ def test_contrast_run_matches_the_plain_loop_with_its_requirement():
             r["softmax"], r["sinkhorn"] = 1e-16, 1.2e-15  # tied at the floor, late
     results = _check("C4b", "trained models", rows, "contrast", "more", 3, FLOOR64,
                      (("full model",), FIRST_HALF), (("full model",), SECOND_HALF),
-                     requires=True)
+                     requires=True, profile=at_depths(CI, mnist=8))
     assert [r.requirement for r in results] == ["more", "parity", "not less"]
     assert [r.found for r in results] == ["more", "more", "more"]
     assert [r.outcome for r in results] == ["agrees", "against", "undecided"]
-    assert results[2].units == (3,) and results[2].values == 4 * 6 + 3 * 6
+    assert results[2].units == (4,) and results[2].values == 4 * 6 + 4 * 6
     assert results[1].censored == 6 and results[1].tied == 6
     assert results[0].censored == 2 and results[0].tied == 0
 
@@ -389,7 +402,8 @@ def test_mechanism_contrast_behind_or_not_ahead_is_against():
             "cats_dogs": (6, 10, lambda u, v, l: [-0.04 + 0.1 * (u % 3 - 1), -1.0][v])}
     rows = table_rows(spec, ("one input", "inputs mixed"), seed=8)
     results = _check("B2", "trained models", rows, "contrast", "more", 2, FLOOR64,
-                     (("one input",), FROM_TWO), (("inputs mixed",), FROM_TWO), requires=True)
+                     (("one input",), FROM_TWO), (("inputs mixed",), FROM_TWO), requires=True,
+                     profile=at_depths(CI, mnist=10, cats_dogs=10))
     assert [r.requirement for r in results] == ["less", "not more"]
     assert [r.found for r in results] == ["more", "more"]
     assert [r.outcome for r in results] == ["against", "against"]
@@ -418,7 +432,8 @@ def test_groups_run_matches_welch_on_every_task():
                         rows.append({"task": task, "group": group, "unit": u, "variant": variant,
                                      "position": depth, "value": value})
     results = _check("C6c", "random against trained", rows, "groups", "more", 6, FLOOR64,
-                     (("full model",), FROM_TWO))
+                     (("full model",), FROM_TWO),
+                     profile=at_depths(CI, text=10, mnist=10, cats_dogs=10))
     assert [r.units for r in results] == [(3, 12), (4, 6), (2, 5), (5, 5), (3, 3), (6, 4)]
     assert results[2].number is None and results[3].censored == 10
     assert results[3].tied == 0 and (results[4].tied, results[4].found) == (48, "undecided")
@@ -440,7 +455,7 @@ def test_groups_of_pairs_on_the_float32_floor():
                     rows.append({"task": task, "group": group, "unit": u, "position": depth,
                                  "softmax": soft, "sinkhorn": sink})
     results = _check("C6d", "random networks with skips and LayerNorm, path products", rows,
-                     "groups", "more", 12, FLOOR32, ((), FROM_TWO))
+                     "groups", "more", 12, FLOOR32, ((), FROM_TWO), profile=at_depths(CI, 6))
     # the pairs at depth 6 of the other group are at the floor on both sides: ties
     assert [r.censored for r in results] == [9, 9] and [r.tied for r in results] == [5, 5]
 
@@ -451,7 +466,7 @@ def test_either_direction_runs_at_the_registered_points():
             "cats_dogs": (3, 12, lambda u, v, l: 0.1 * (u - 1) * 3 - 0.05)}
     rows = table_rows(spec, ("full model", "without FFN"), seed=5)
     results = _check("C10", "trained layers", rows, "paired", "either", 11, FLOOR64,
-                     (("full model",), lambda L: (1, L // 2, L)))
+                     (("full model",), lambda L: (1, L // 2, L)), profile=at_depths(CI, mnist=10))
     assert [r.found for r in results] == ["more", "parity", "undecided"]
     assert [r.outcome for r in results] == ["agrees", "agrees", "undecided"]
     assert [r.values for r in results] == [15, 12, 9]
@@ -505,7 +520,7 @@ def test_no_more_claims_on_random_products():
     for r in rows:
         del r["variant"]
     results = _check("C6a", "random matrices", rows, "paired", "no more", 1, FLOOR64,
-                     ((), FROM_TWO))
+                     ((), FROM_TWO), profile=at_depths(CI, 9))
     assert results[0].found == "parity" and results[0].level == pytest.approx(0.95)
 
 
@@ -667,8 +682,8 @@ def test_run_messages_written_out():
         run("C1", "random pure attention", pd.DataFrame(rows), CI)
     with pytest.raises(ValueError, match=r"^B4 / Sinkhorn-trained models is a sequence"):
         run("B4", "Sinkhorn-trained models", pd.DataFrame(rows), CI)
-    with pytest.raises(ValueError, match=r"^the data has no rows for the registered variants "
-                                         r"\['full model'\]$"):
+    with pytest.raises(ValueError, match=r"^C4a / trained models, task 'text': the data has no "
+                                         r"rows for the registered variants \['full model'\]$"):
         run("C4a", "trained models", pd.DataFrame(
             [dict(r, variant="x") for r in rows] + [dict(rows[0], task="cats_dogs")]), CI)
 
@@ -848,3 +863,129 @@ def test_direction_words_name_what_is_higher():
     assert registry.direction_words("less", "random") == "random lower"
     assert registry.direction_words("no more", "random") == "no random advantage"
     assert registry.direction_words("parity", "random") == "parity"
+
+
+# ----------------------------------------------------------------------------- bad input
+# A table the registered test cannot take as it is, or a registry entry with a misspelt word,
+# is refused with an error that names the claim, the part and the task and says what to do;
+# never reshaped or read as something else.
+
+
+def registered_table(seeds: int = 8, depth: int = 12, variants=VARIANTS) -> pd.DataFrame:
+    """A complete C4 table at the registered depth of `CI`'s tasks (12 layers)."""
+    rng = np.random.default_rng(1)
+    logs = np.full((3, seeds, len(variants), depth), 0.3) + rng.normal(0, 0.02, (3, seeds, 1, 1))
+    return hidden_table(logs, depth, variants)
+
+
+def test_rows_without_a_unit_id_are_refused():
+    """Eight seeds, one of them without its id: the test must not run on seven."""
+    table = registered_table()
+    table["unit"] = table["unit"].astype(float)
+    table.loc[(table["task"] == "mnist") & (table["unit"] == 7), "unit"] = math.nan
+    with pytest.raises(ValueError, match=r"^C4a / trained models, task 'mnist': 48 rows have no "
+                                         r"unit id \(NaN\).*every row"):
+        run("C4a", "trained models", table, CI)
+    with pytest.raises(ValueError, match=r"^C4b / trained models, task 'mnist': 48 rows"):
+        run("C4b", "trained models", table, CI)
+
+
+def test_a_unit_missing_from_the_second_selection_of_a_contrast_is_refused():
+    table = registered_table()
+    late = (table["task"] == "text") & (table["unit"] == 3) & (table["position"] > 6)
+    with pytest.raises(ValueError, match=r"^C4b / trained models, task 'text': unit 3 lacks "
+                                         r"rows at .*layers L/2\+1–L full model"):
+        run("C4b", "trained models", table[~late], CI)
+    no_skip = (table["task"] == "cats_dogs") & (table["unit"] == 5) & \
+        table["variant"].isin(VARIANTS[2:])
+    with pytest.raises(ValueError, match=r"^C4c / trained models, task 'cats_dogs': unit 5 "
+                                         r"lacks rows"):
+        run("C4c", "trained models", table[~no_skip], CI)
+
+
+def test_a_unit_without_some_registered_layers_is_refused_in_a_paired_test_too():
+    table = registered_table()
+    gap = (table["task"] == "text") & (table["unit"] == 2) & (table["position"] == 4)
+    with pytest.raises(ValueError, match=r"^C4a / trained models, task 'text': unit 2 lacks "
+                                         r"rows at \(full model, layer 4\)"):
+        run("C4a", "trained models", table[~gap], CI)
+
+
+def test_positions_numbered_from_zero_are_refused():
+    """Layer 0 (the input embeddings) is in no registered span: a table numbered 0..L-1 would
+    lose its first layer and shift its split."""
+    table = registered_table()
+    table["position"] -= 1
+    with pytest.raises(ValueError, match=r"^C4a / trained models, task 'text': positions \[0\] "
+                                         r"lie outside 1–12, the registered depth .*from 1"):
+        run("C4a", "trained models", table, CI)
+
+
+def test_a_table_without_its_last_layer_is_refused_not_split_elsewhere():
+    """Registered depth 12: early is 1-6, late 7-12. Without layer 12 the old split was 1-5
+    against 6-11."""
+    table = registered_table()
+    short = table[~((table["task"] == "mnist") & (table["position"] == 12))]
+    with pytest.raises(ValueError, match=r"^C4b / trained models, task 'mnist': the table has "
+                                         r"no rows at layers \[12\] of layers L/2\+1–L \(depth "
+                                         r"12 registered for this task"):
+        run("C4b", "trained models", short, CI)
+    deeper = registered_table(depth=14)  # 14 layers where 12 are registered
+    with pytest.raises(ValueError, match=r"positions \[13, 14\] lie outside 1–12"):
+        run("C4a", "trained models", deeper, CI)
+
+
+def test_spans_resolve_against_the_registered_depth_of_each_task():
+    """Each trained task at its own depth; random stacks at the profile's depth."""
+    deep = replace(CI, tasks={**CI.tasks, "mnist": replace(CI.tasks["mnist"], depth=8)})
+    assert registry.registered_depth("mnist", deep) == 8
+    assert registry.registered_depth("text", deep) == 12
+    assert registry.registered_depth("mnist, sinkhorn", deep) == 8  # C6c's tasks
+    assert registry.registered_depth("σ = 1", replace(deep, depth=5)) == 5  # random stacks
+    rows = table_rows({"text": (4, 12, lambda u, v, l: 0.5 if l <= 6 else 0.0),
+                       "mnist": (4, 8, lambda u, v, l: 0.5 if l <= 4 else 0.0),
+                       "cats_dogs": (4, 12, lambda u, v, l: 0.5 if l <= 6 else 0.0)})
+    results = run("C4b", "trained models", pd.DataFrame(rows), deep)
+    assert all(r.number == pytest.approx(math.exp(0.5), rel=0.05) for r in results)
+
+
+def test_registered_words_are_refused_when_misspelt():
+    with pytest.raises(ValueError, match=r"^C4a: unknown rule 'claims'; the rules are claim, "
+                                         r"finding, mechanism, iterations$"):
+        replace(CLAIMS["C4a"], rule="claims")
+    with pytest.raises(ValueError, match=r"^part 'trained models': unknown task set 'each "
+                                         r"trained tasks'; a part's tasks are one of 'each "
+                                         r"trained task', "):
+        replace(CLAIMS["C4a"].parts[0], tasks="each trained tasks")
+    with pytest.raises(ValueError, match=r"^a span's end is a whole number, 'L', 'half' or "
+                                         r"'half\+1'; got 'Half'"):
+        Span("Half")
+    with pytest.raises(ValueError, match=r"got 'l'"):
+        Span(points=(1, "l"))
+    with pytest.raises(ValueError, match=r"got True"):
+        Span(True)
+
+
+def test_claim_ids_and_part_names_must_be_the_registered_ones():
+    r = Result("trained models", "text", 1.5, "more", "agrees", 1.2, 1.8, 0.98, (5,), 1.3)
+    with pytest.raises(ValueError, match=r"^unknown claim id 'C4A'; did you mean 'C4a'\? "):
+        Claim.of("C4A", [r], "Found.")
+    with pytest.raises(ValueError, match=r"^C9 has no part 'random logit'; its parts: random "
+                                         r"logits, trained models"):
+        Claim.of("C9", [replace(r, part="random logit")], "Found.")
+
+
+def test_the_sequence_refuses_units_without_an_id_or_a_count():
+    rows = [{"task": task, "unit": float(seed), "position": k, "value": 0.9 + 0.001 * seed}
+            for task in CI.tasks for seed in range(5) for k in (0.5, 1, 2, 5, 10, 20, 50)]
+    table = pd.DataFrame(rows)
+    nan = table.copy()
+    nan.loc[(nan["task"] == "text") & (nan["unit"] == 4), "unit"] = math.nan
+    with pytest.raises(ValueError, match=r"^B4 / Sinkhorn-trained models, task 'text': 7 rows "
+                                         r"have no unit id"):
+        run_sequence("B4", nan, CI)
+    gap = table[~((table["task"] == "mnist") & (table["unit"] == 4) & (table["position"] == 2))]
+    with pytest.raises(ValueError, match=r"^B4 / Sinkhorn-trained models, task 'mnist': unit 4 "
+                                         r"lacks a value at 2 iterations; measure every unit at "
+                                         r"every iteration count"):
+        run_sequence("B4", gap, CI)

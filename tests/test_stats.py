@@ -502,8 +502,8 @@ def test_censored_logs_at_the_floor_exactly():
     with pytest.raises(ValueError, match=r"^a value of 0 needs a positive rounding floor to be "
                                          r"censored at$"):
         censored_logs([1.0], [0.0], 0.0)  # a zero on the Sinkhorn side only
-    with pytest.raises(ValueError, match="positive rounding floor"):
-        censored_logs([0.0], [1.0], -1.0)
+    with pytest.raises(ValueError, match="a rounding floor is a finite number >= 0"):
+        censored_logs([0.0], [1.0], -1.0)  # a negative floor is no floor at all
     with pytest.raises(ValueError, match=r"^paired values need equal shapes; got \(2,\) and "
                                          r"\(1,\)$"):
         censored_logs([1.0, 2.0], [1.0], 0.0)
@@ -743,3 +743,29 @@ def test_a_test_of_an_unknown_direction_is_refused():
 def test_significant_with_more_digits():
     assert [significant(x, 4) for x in (0.99871, 1.0, 100.0, 999.94, 1234.5, 2.5e-7)] == \
         ["0.9987", "1.000", "100.0", "999.9", "1234", "2.5e-07"]
+
+
+@pytest.mark.parametrize("direction", ["More", "either", "", "sideways"])
+def test_an_unknown_direction_is_refused_however_few_the_units(direction):
+    """With fewer than three units no interval is drawn, so `detectable` never saw the
+    direction: a misspelt one was accepted."""
+    for units in (2, 4):
+        a, b = [1.0, 2.0, 3.0, 4.0][:units], [1.5, 2.5, 3.5, 4.5][:units]
+        with pytest.raises(ValueError, match=rf"^a test's direction is one of 'more', 'less', "
+                                             rf"'parity', 'no more', 'no less'; got "
+                                             rf"{direction!r}$"):
+            compare(a, b, direction=direction)
+        with pytest.raises(ValueError, match="direction is one of"):
+            compare_groups(a, b, direction=direction)
+
+
+@pytest.mark.parametrize("floor", [math.nan, -1e-15, math.inf, "1e-15", True, None])
+def test_a_floor_that_is_not_a_floor_is_blamed_not_the_data(floor):
+    """A NaN floor once made every log ratio NaN and the estimate blamed the values."""
+    message = r"^a rounding floor is a finite number >= 0 \(0: nothing censored; .*\); got "
+    with pytest.raises(ValueError, match=message):
+        compare([1.0, 2.0, 3.0], [1.5, 2.5, 3.5], floor=floor)
+    with pytest.raises(ValueError, match=message):
+        compare_groups([1.0, 2.0, 3.0], [1.5, 2.5, 3.5], floor=floor)
+    with pytest.raises(ValueError, match=message):
+        censored_logs([1.0], [2.0], floor)

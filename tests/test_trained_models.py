@@ -32,9 +32,10 @@ TOY = Task("wordnet4", depth=3, d_model=16, n_heads=2, d_ff=32, epochs=1, batch_
            lr=1e-3, warmup_steps=1, max_len=8)
 
 
-def profile(*tasks: str):
-    """The ci profile with toy trained tasks of these names (the registry reads them)."""
-    return replace(get_profile("ci"), tasks={t: TOY for t in tasks})
+def profile(*tasks: str, depth: int = TOY.depth):
+    """The ci profile with toy trained tasks of these names and depth (the registry reads
+    them: the registered tests' layers are 1..depth)."""
+    return replace(get_profile("ci"), tasks={t: replace(TOY, depth=depth) for t in tasks})
 
 
 def tiny_models(data):
@@ -156,7 +157,7 @@ def test_early_and_skip_contrasts_decide_c4b_and_c4c():
     residuals = constructed({"full model": [4.0, 4.0, 1.0, 1.0], "without FFN": [2.0] * 4,
                              "without skip": [1.0] * 4,
                              "pure attention (no FFN, no skip)": [1.0] * 4})
-    _, c4b, c4c, _, _ = claims(analysis_of(residuals), {"t": "T"}, profile("t"))
+    _, c4b, c4c, _, _ = claims(analysis_of(residuals), {"t": "T"}, profile("t", depth=4))
     assert c4b.results[0].number == pytest.approx(4.0) and c4b.verdict == "reproduced"
     # first half, with skips: (2 log 4 + 2 log 2) / 4 = log 2^1.5
     assert c4c.results[0].number == pytest.approx(2 ** 1.5) and c4c.verdict == "reproduced"
@@ -164,13 +165,13 @@ def test_early_and_skip_contrasts_decide_c4b_and_c4c():
     reverse = constructed({"full model": [1.0, 1.0, 4.0, 4.0], "without FFN": [1.0] * 4,
                            "without skip": [3.0] * 4,
                            "pure attention (no FFN, no skip)": [3.0] * 4})
-    _, c4b, c4c, _, _ = claims(analysis_of(reverse), {"t": "T"}, profile("t"))
+    _, c4b, c4c, _, _ = claims(analysis_of(reverse), {"t": "T"}, profile("t", depth=4))
     assert c4b.verdict == "contradicted" and c4c.verdict == "contradicted"
     # less behind with skips is not more ahead: no advantage, so the claim is not reproduced
     behind = constructed({"full model": [0.8] * 4, "without FFN": [0.8] * 4,
                           "without skip": [0.4] * 4,
                           "pure attention (no FFN, no skip)": [0.4] * 4})
-    _, _, c4c, _, _ = claims(analysis_of(behind), {"t": "T"}, profile("t"))
+    _, _, c4c, _, _ = claims(analysis_of(behind), {"t": "T"}, profile("t", depth=4))
     assert c4c.results[0].found == "more" and c4c.results[0].requirement == "less"
     assert c4c.verdict == "not reproduced" and "T: Sinkhorn keeps less" in c4c.finding
 

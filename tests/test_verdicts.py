@@ -309,7 +309,8 @@ def test_simulated_outcomes_match_the_plain_loop_draw_by_draw(design, direction,
 
 def test_simulated_outcomes_use_each_tests_own_margin_and_effect():
     sds, units = DESIGNS["mixed"]
-    logs, margins = [0.3, 0.0, 0.12, -0.1, 0.05], [0.1, 0.01, 0.2, 0.05, 0.5]
+    # the tests without spread decide the same every time: parity (0.99 within 1.05)
+    logs, margins = [0.3, 0.0, 0.12, -0.01, 0.05], [0.1, 0.01, 0.2, 0.05, 0.5]
     got = simulate_outcomes(sds, units, "more", logs, margins, 5, 40, np.random.default_rng(2))
     assert got == plain_simulate(sds, units, "more", logs, margins, 5, 40,
                                  np.random.default_rng(2))
@@ -396,3 +397,46 @@ def test_calibration_refuses_a_bad_number_of_runs_or_effect(runs, effect):
     results = [Result("p", "t", 1.2, "more", "agrees", 1.1, 1.3, 0.95, (8,), sd=(0.1,))]
     with pytest.raises((TypeError, ValueError), match="runs|effect"):
         calibration(results, "more", 1, runs=runs, effect=effect)
+
+
+@pytest.mark.parametrize("direction", ["More", "Parity", "no_more", "sideways"])
+def test_calibration_refuses_an_unknown_direction(direction):
+    """Only '' (a claim without a direction) and 'either' (a question) have no calibration;
+    a misspelt direction once returned None as if the claim had none."""
+    tests = [Result("p", "a", 1.0, "undecided", "undecided", units=(6,), sd=(0.5,))]
+    with pytest.raises(ValueError, match=rf"^a claim's direction is one of 'more', 'less', "
+                                         rf"'parity', 'no more', 'no less' \(or '' or 'either': "
+                                         rf"no calibration\); got {direction!r}$"):
+        calibration(tests, direction, 1)
+
+
+def test_calibration_simulates_a_spread_of_zero_as_zero():
+    """Units that agree exactly: the simulated scores do too (no effect: parity every time;
+    a 1.5x effect: found every time). A spread of 0 was once simulated as 1."""
+    tests = [Result("p", t, 1.0, "parity", "against", units=(5,), sd=(0.0,)) for t in "ab"]
+    c = calibration(tests, "more", 2, runs=100)
+    assert (c.false_rate, c.power, c.power_every) == (0.0, 1.0, 1.0)
+    groups = [Result("p", "a", 1.0, "parity", "against", units=(4, 5), sd=(0.0, 0.0))]
+    c = calibration(groups, "more", 1, runs=100)
+    assert (c.false_rate, c.power, c.power_every) == (0.0, 1.0, 1.0)
+
+
+def test_calibration_simulates_a_test_with_too_few_units_as_undecided():
+    """A test with fewer than three units is undecided in the real run; so in every
+    simulated one (it once crashed inside `paired_estimate`, naming no claim)."""
+    few = Result("p", "b", None, "undecided", "undecided", units=(2,), sd=(0.1,))
+    enough = Result("p", "a", 1.0, "undecided", "undecided", units=(6,), sd=(0.1,))
+    c = calibration([enough, few], "more", 2, runs=200, seed=1)
+    assert c.power_every == 0.0 and c.power > 0.5  # never on every task: one is undecided
+    assert (c.false_rate, c.power, c.power_every) == plain_calibration(
+        [enough, few], "more", 2, 200, 1, 1.5)
+    groups = replace(few, units=(2, 6), sd=(0.1, 0.2))
+    assert calibration([groups], "more", 1, runs=50).power == 0.0
+    assert calibration([replace(few, sd=(math.nan,))], "more", 1, runs=50).power == 0.0
+
+
+@pytest.mark.parametrize("sd", [(math.nan,), (-0.1,), (math.inf,), (0.1, 0.2)])
+def test_calibration_refuses_a_spread_it_cannot_simulate(sd):
+    bad = Result("trained models", "mnist", 1.0, "undecided", "undecided", units=(5,), sd=sd)
+    with pytest.raises(ValueError, match=r"^trained models, task 'mnist': "):
+        calibration([bad], "more", 1, runs=10)

@@ -27,7 +27,9 @@ statistical tests, every task of every part: `family`).
 
 from __future__ import annotations
 
+import itertools
 import math
+import numbers
 from dataclasses import dataclass, replace
 from typing import Callable
 
@@ -74,6 +76,9 @@ def size_scale_label(n: int, s: float) -> str:
     return f"n = {n}, σ = {s:g}"
 
 
+SPAN_ENDS = ("L", "half", "half+1")  # the ends of a span besides whole numbers
+
+
 @dataclass(frozen=True)
 class Span:
     """Positions `first`..`last` (layers or depths) of a stack of depth L; an end is a whole
@@ -83,6 +88,15 @@ class Span:
     last: int | str = "L"
     noun: str = "layers"
     points: tuple[int | str, ...] = ()
+
+    def __post_init__(self):
+        for end in (self.first, self.last, *self.points):
+            if isinstance(end, str) and end in SPAN_ENDS or \
+                    isinstance(end, numbers.Integral) and not isinstance(end, bool):
+                continue
+            meant = {e.lower(): e for e in SPAN_ENDS}.get(str(end).lower())
+            raise ValueError(f"a span's end is a whole number, 'L', 'half' or 'half+1'; got "
+                             f"{end!r}" + (f" (write {meant!r})" if meant else ""))
 
     def _at(self, end: int | str, depth: int) -> int:
         return {"L": depth, "half": depth // 2, "half+1": depth // 2 + 1}.get(end, end)
@@ -107,6 +121,7 @@ class Span:
 LAYERS, EARLY, LATE = Span(), Span(1, "half"), Span("half+1", "L")
 PRODUCTS = Span(2, "L", "depths")  # a path of depth 1 is one matrix, not a product
 TRAINED, IMAGE, SCRATCH = "each trained task", "each image task", "each task trained pure"
+TASK_SETS = (TRAINED, IMAGE, SCRATCH)  # the task sets a part names by a word (`tasks_of`)
 SKIPS, NO_SKIPS = ("full model", "without FFN"), ("without skip",
                                                   "pure attention (no FFN, no skip)")
 
@@ -137,6 +152,12 @@ class Part:
             raise ValueError(f"unknown test kind {self.test!r}")
         if self.direction not in DIRECTIONS and self.test != "check":
             raise ValueError(f"unknown direction {self.direction!r}")
+        if isinstance(self.tasks, str) and self.tasks not in TASK_SETS:
+            # any other string would be read as a tuple of its letters
+            raise ValueError(f"part {self.name!r}: unknown task set {self.tasks!r}; a part's "
+                             f"tasks are one of "
+                             f"{', '.join(map(repr, TASK_SETS))}, a tuple of task names or a "
+                             "function of the profile")
 
     @property
     def floor(self) -> float:
@@ -181,6 +202,9 @@ REQUIRES = "; agrees only where Sinkhorn is also shown ahead in the first"
 ONE_VALUE = "one value per unit"
 
 
+RULES = ("claim", "finding", "mechanism", "iterations")  # how `decide` decides a claim
+
+
 @dataclass(frozen=True)
 class Registered:
     """One claim (or open question, `finding`) and its registered parts; `rule` names the
@@ -192,6 +216,12 @@ class Registered:
     rule: str = "claim"  # claim, finding, mechanism, iterations
     untested: str = ""
     caveat: str = ""  # what the verdict is about where it tests less than the paper states
+
+    def __post_init__(self):
+        if self.rule not in RULES:
+            # any other word would be decided by the finding rule
+            raise ValueError(f"{self.id}: unknown rule {self.rule!r}; the rules are "
+                             f"{', '.join(RULES)}")
 
     @property
     def finding(self) -> bool:
@@ -365,6 +395,29 @@ def tasks_of(part: Part, profile: Profile) -> tuple[str, ...]:
     return tuple(part.tasks)
 
 
+def registered_depth(task: str, profile: Profile) -> int:
+    """The depth L a task's spans resolve against: that of the trained task it names (a key
+    of `profile.tasks`, alone or before ', ': 'mnist, sinkhorn'), else that of the
+    profile's random stacks and pools (`profile.depth`)."""
+    role = task.partition(", ")[0]
+    return profile.tasks[role].depth if role in profile.tasks else profile.depth
+
+
+def registered(claim_id: str) -> Registered:
+    """The registry entry of `claim_id`; a ValueError that lists the ids otherwise (and
+    names the registered id that differs only in case: 'C4A' -> 'C4a')."""
+    if claim_id in CLAIMS:
+        return CLAIMS[claim_id]
+    raise ValueError(f"unknown claim id {claim_id!r}; {claim_ids_words(claim_id)}")
+
+
+def claim_ids_words(claim_id: str) -> str:
+    """"did you mean 'C4a'? the claims are C1, ...": what to write instead of `claim_id`."""
+    meant = [c for c in CLAIMS if c.lower() == str(claim_id).lower()]
+    hint = f"did you mean {meant[0]!r}? " if meant else ""
+    return f"{hint}the claims are {', '.join(CLAIMS)}"
+
+
 def family_level_words(size: int) -> str:
     """'98.3% each (3 tests)': the level of each interval of a family of `size` tests."""
     return f"{100 * family_level(size):.3g}% each ({size} test{'s' if size > 1 else ''})"
@@ -373,24 +426,106 @@ def family_level_words(size: int) -> str:
 def family(claim_id: str, profile: Profile) -> int:
     """How many statistical tests decide the claim (every task of every part that is not a
     check): the size of its Bonferroni family."""
-    return sum(len(tasks_of(p, profile)) for p in CLAIMS[claim_id].parts
+    return sum(len(tasks_of(p, profile)) for p in registered(claim_id).parts
                if p.test != "check") or 1
 
 
 # ----------------------------------------------------------------------------- running tests
 
 
-def _select(g: pd.DataFrame, variants: tuple[str, ...], span: Span | None) -> pd.DataFrame:
-    if variants:
-        g = g[g["variant"].isin(variants)]
-        missing = set(variants) - set(g["variant"])
+@dataclass(frozen=True)
+class _Table:
+    """One task's rows of the data handed to `run`, with what its errors name: the claim,
+    the part and the task (`where`), and the depth its spans resolve against."""
+
+    rows: pd.DataFrame
+    where: str
+    depth: int
+
+    def refuse(self, problem: str) -> ValueError:
+        return ValueError(f"{self.where}: {problem}")
+
+    def check_units(self) -> None:
+        """Every row names its unit (a row without one would drop out of the test)."""
+        missing = int(self.rows["unit"].isna().sum())
         if missing:
-            raise ValueError(f"the data has no rows for the registered variants "
-                             f"{sorted(missing)}")
-    if span is not None:
-        positions = span.positions(int(g["position"].max()))
-        g = g[g["position"].isin(positions)]
-    return g
+            raise self.refuse(f"{missing} rows have no unit id (NaN); give every row the unit "
+                              "it was measured on (training seed, weight draw, pool): rows "
+                              "without one would drop out of the test")
+
+    def check_positions(self) -> None:
+        """Every position lies in 1..L (layers and depths are numbered from 1)."""
+        positions = self.rows["position"]
+        outside = positions[positions.isna() | (positions < 1) | (positions > self.depth)]
+        if len(outside):
+            raise self.refuse(f"positions {_listed(outside)} lie outside 1–{self.depth}, the "
+                              "registered depth of this task (`registered_depth`); number "
+                              "layers and depths from 1 (layer 0, the input embeddings, is in "
+                              "no registered span) and leave out positions beyond the depth")
+
+    def select(self, rows: pd.DataFrame, variants: tuple[str, ...], span: Span | None
+               ) -> pd.DataFrame:
+        """The rows of the registered variants at the span's positions; every unit of `rows`
+        must have rows at every one of them."""
+        units = rows["unit"].unique()
+        if variants:
+            rows = rows[rows["variant"].isin(variants)]
+            missing = set(variants) - set(rows["variant"])
+            if missing:
+                raise self.refuse(f"the data has no rows for the registered variants "
+                                  f"{sorted(missing)}")
+        positions = span.positions(self.depth) if span is not None else []
+        if span is not None:
+            rows = rows[rows["position"].isin(positions)]
+            absent = set(positions) - set(rows["position"])
+            if absent:
+                raise self.refuse(f"the table has no rows at {span.noun} {_listed(absent)} of "
+                                  f"{span.words()} (depth {self.depth} registered for this "
+                                  "task, `registered_depth`); record every registered "
+                                  "position")
+        if variants or positions:
+            self._check_complete(rows, units, variants, span, positions)
+        return rows
+
+    def _check_complete(self, rows: pd.DataFrame, units, variants: tuple[str, ...],
+                        span: Span | None, positions: list[int]) -> None:
+        """Each unit has rows at every (variant, position) of the selection: a unit measured
+        at some of them only would be averaged over others than the rest, or drop out."""
+        wanted = list(itertools.product(variants or [None], positions or [None]))
+        for unit in units:
+            mine = rows[rows["unit"] == unit]
+            blank = [None] * len(mine)
+            have = set(zip(mine["variant"] if variants else blank,
+                           mine["position"] if positions else blank))
+            lacking = [_cell_words(v, p, span) for v, p in wanted if (v, p) not in have]
+            if lacking:
+                more = f" and {len(lacking) - 4} more" if len(lacking) > 4 else ""
+                selection = " ".join(x for x in (span.words() if span else "",
+                                                 ", ".join(variants)) if x)
+                raise self.refuse(f"unit {_said(unit)} lacks rows at {', '.join(lacking[:4])}"
+                                  f"{more} of the registered selection ({selection}); measure "
+                                  "every unit at every registered variant and position, or "
+                                  "leave the unit out of the table")
+
+
+def _listed(values) -> str:
+    """'[0, 13]': positions for a message, in order, whole numbers without '.0'."""
+    values = list(values)
+    known = sorted({v for v in values if not pd.isna(v)})
+    unknown = ["nan"] if any(pd.isna(v) for v in values) else []
+    return "[" + ", ".join([_said(v) for v in known] + unknown) + "]"
+
+
+def _said(x) -> str:
+    """A unit id or position for a message: 3, not 3.0; a name as it is."""
+    return f"{x:g}" if isinstance(x, numbers.Real) else str(x)
+
+
+def _cell_words(variant: str | None, position: int | None, span: Span | None) -> str:
+    """'(full model, layer 4)': one cell of a selection in words."""
+    noun = span.noun.removesuffix("s") if span else ""
+    said = [x for x in (variant, f"{noun} {position}" if position is not None else None) if x]
+    return f"({', '.join(said)})"
 
 
 def _scores(g: pd.DataFrame, floor: float) -> tuple[pd.Series, int, int, int]:
@@ -445,8 +580,14 @@ def run(claim_id: str, part_name: str, data: pd.DataFrame, profile: Profile,
     variant (when the part names variants), position (layer or depth, when it has a span)
     and `softmax` and `sinkhorn` (paired values); for a `groups` test a column `group`
     ('reference' or 'other') and either `value` (a positive quantity) or the pair. `titles`
-    maps task keys to the names results carry."""
-    part = CLAIMS[claim_id].part(part_name)
+    maps task keys to the names results carry.
+
+    The table is taken as it is or refused, never reshaped: a ValueError naming the claim,
+    the part and the task where a row has no unit id, a position lies outside 1..L (L the
+    task's `registered_depth`, not the deepest position in the data), a registered
+    position or variant has no rows, or a unit lacks rows at some of them (in either
+    selection of a contrast)."""
+    part = registered(claim_id).part(part_name)
     if part.test in ("check", "sequence"):
         raise ValueError(f"{claim_id} / {part_name} is a {part.test}; see check_result and "
                          "run_sequence")
@@ -458,10 +599,15 @@ def run(claim_id: str, part_name: str, data: pd.DataFrame, profile: Profile,
     level = family_level(family(claim_id, profile))
     results = []
     for task in expected:
-        g = data[data["task"] == task]
+        table = _Table(data[data["task"] == task], f"{claim_id} / {part_name}, task {task!r}",
+                       registered_depth(task, profile))
+        table.check_units()
+        if part.span is not None:
+            table.check_positions()
+        g = table.rows
         name = (titles or {}).get(task, task)
         if part.test == "groups":
-            sides = [_scores(_select(g[g["group"] == side], part.variants, part.span),
+            sides = [_scores(table.select(g[g["group"] == side], part.variants, part.span),
                              part.floor) for side in ("reference", "other")]
             scores = [s[0] for s in sides]
             est = _estimate(scores)
@@ -473,15 +619,16 @@ def run(claim_id: str, part_name: str, data: pd.DataFrame, profile: Profile,
                                    tuple(float(s.std(ddof=1)) for s in scores),
                                    units=tuple(len(s) for s in scores)))
             continue
-        first = _scores(_select(g, part.variants, part.span), part.floor)
+        first = _scores(table.select(g, part.variants, part.span), part.floor)
         if part.test == "paired":
             est = _estimate([first[0]])
             results.append(_result(part, name, est, level, *first[1:],
                                    (float(first[0].std(ddof=1)),), units=(len(first[0]),)))
             continue
-        second = _scores(_select(g, part.against, part.against_span or part.span), part.floor)
-        both = first[0].index.intersection(second[0].index)
-        diff = first[0][both] - second[0][both]
+        # every unit is in both selections (`select`): the difference is over all of them
+        second = _scores(table.select(g, part.against, part.against_span or part.span),
+                         part.floor)
+        diff = first[0] - second[0][first[0].index]
         requirement = None
         if part.requires:
             ahead = _estimate([first[0]])
@@ -500,7 +647,7 @@ def run_sequence(claim_id: str, data: pd.DataFrame, profile: Profile,
     over units, parity within the part's margin, each task's tests at the family level of
     the registered tasks; each result's `at` is its k. Values at or below `floor` (for an
     accuracy: one right answer among the test inputs) are censored there."""
-    part = next(p for p in CLAIMS[claim_id].parts if p.test == "sequence")
+    part = next(p for p in registered(claim_id).parts if p.test == "sequence")
     expected = tasks_of(part, profile)
     if set(data["task"]) != set(expected):
         raise ValueError(f"{claim_id} is registered for tasks {list(expected)}; the data has "
@@ -508,7 +655,14 @@ def run_sequence(claim_id: str, data: pd.DataFrame, profile: Profile,
     level = family_level(len(expected))
     results = []
     for task in expected:
-        g = data[data["task"] == task].pivot(index="unit", columns="position", values="value")
+        table = _Table(data[data["task"] == task], f"{claim_id} / {part.name}, task {task!r}",
+                       registered_depth(task, profile))
+        table.check_units()
+        g = table.rows.pivot(index="unit", columns="position", values="value")
+        for unit, k in g.isna().stack().loc[lambda x: x].index[:1]:
+            raise table.refuse(f"unit {_said(unit)} lacks a value at {_said(k)} iterations; "
+                               "measure every unit at every iteration count, or leave the "
+                               "unit out of the table")
         most = g.columns.max()
         for k in sorted(g.columns, reverse=True)[1:]:
             logs, censored, tied = censored_logs(g[most], g[k], floor)
@@ -523,7 +677,7 @@ def run_sequence(claim_id: str, data: pd.DataFrame, profile: Profile,
 
 def decide(claim_id: str, results: list[Result]) -> str:
     """The verdict of a claim from its results, by the rule the registry names for it."""
-    rule = CLAIMS[claim_id].rule
+    rule = registered(claim_id).rule
     if rule == "claim":
         return claim_verdict([r.outcome for r in results])
     if rule == "mechanism":
@@ -556,9 +710,9 @@ class Claim:
     data: str | None = None
 
     def __post_init__(self):
-        if self.id not in CLAIMS:
-            raise ValueError(f"unknown claim id {self.id!r}; the claims are "
-                             f"{', '.join(CLAIMS)}")
+        entry = registered(self.id)
+        for part in dict.fromkeys(r.part for r in self.results):
+            entry.part(part)  # a misspelt part name: a ValueError naming the parts
         valid = FINDING_VERDICTS if self.id in FINDINGS else CLAIM_VERDICTS
         if self.verdict not in valid:
             raise ValueError(f"unknown verdict {self.verdict!r} for {self.id}; valid: "

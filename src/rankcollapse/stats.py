@@ -90,6 +90,25 @@ def check_margin(margin) -> float:
     return float(margin)
 
 
+def check_floor(floor) -> float:
+    """`floor` if it is a rounding floor (a finite real number >= 0), else a ValueError naming
+    it: a NaN floor would make every log ratio NaN and the estimate blame the values."""
+    if isinstance(floor, bool) or not isinstance(floor, numbers.Real) \
+            or not math.isfinite(floor) or floor < 0:
+        raise ValueError(f"a rounding floor is a finite number >= 0 (0: nothing censored; "
+                         f"measures.rounding_floor(torch.float64) for values computed in "
+                         f"float64); got {floor!r}")
+    return float(floor)
+
+
+def check_direction(direction) -> str:
+    """`direction` if a test can be stated in it (a key of `OUTCOMES`), else a ValueError."""
+    if direction not in OUTCOMES:
+        raise ValueError(f"a test's direction is one of {', '.join(map(repr, OUTCOMES))}; "
+                         f"got {direction!r}")
+    return direction
+
+
 def check_count(name: str, value, least: int = 1) -> int:
     """`value` if it is a whole number of at least `least` (numpy integers too), else a
     TypeError or ValueError naming `name`."""
@@ -186,10 +205,7 @@ class Estimate:
         at which the interval lies above 1 with the estimate beyond the margin; for a claim
         of parity (or of no advantage), the narrowest margin within which it shows parity
         when the true ratio is 1."""
-        if direction not in OUTCOMES:
-            raise ValueError(f"a test's direction is one of {', '.join(map(repr, OUTCOMES))}; "
-                             f"got {direction!r}")
-        check_margin(margin)
+        check_direction(direction), check_margin(margin)
         t_level = t_quantile(0.5 + check_level(level) / 2, self.df) * self.se
         t_power = t_quantile(check_level(power), self.df) * self.se
         if direction in ("parity", "no more", "no less"):
@@ -264,6 +280,7 @@ def censored_logs(softmax, sinkhorn, floor: float) -> tuple[np.ndarray, np.ndarr
     """Per pair, log(Sinkhorn / softmax) with values at or below `floor` entered as the floor
     (censored: "at most this"), whether either side was censored, and whether both were
     (a tie at the floor). Values must be non-negative and finite."""
+    floor = check_floor(floor)
     a, b = floats(softmax), floats(sinkhorn)
     if a.shape != b.shape:
         raise ValueError(f"paired values need equal shapes; got {a.shape} and {b.shape}")
@@ -333,7 +350,7 @@ def compare(softmax, sinkhorn, *, margin: float = MARGIN, floor: float = 0.0,
 
     Values at or below `floor` are censored (see the module docstring); `direction` only
     sets how `detectable` is stated (a difference, or parity)."""
-    check_level(level), check_margin(margin)
+    check_level(level), check_margin(margin), check_direction(direction), check_floor(floor)
     a, b = floats(softmax), floats(sinkhorn)
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError(f"paired comparisons need two 1-D arrays of equal length; got shapes "
@@ -351,7 +368,7 @@ def compare_groups(reference, other, *, margin: float = MARGIN, floor: float = 0
     Welch's t interval; values at or below `floor` are censored at it, and when both groups
     are mostly there the comparison is a tie (`groups_tied`: no verdict). `units` counts the
     smaller group; 'more' means `other` is the larger."""
-    check_level(level), check_margin(margin)
+    check_level(level), check_margin(margin), check_direction(direction), check_floor(floor)
     groups = [floats(v) for v in (reference, other)]
     if any(g.ndim != 1 for g in groups):
         raise ValueError("compare_groups needs two 1-D arrays")

@@ -17,14 +17,14 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .stats import (FOUND, LEVEL, MARGIN, MIN_UNITS, POWER, WORDS, check_count, check_margin,
-                    digits_for, family_level,
-                    found_of,
-                    groups_estimate, mostly_at_floor, outcome_of, paired_estimate, significant)
+from .stats import (DIRECTIONS, FOUND, LEVEL, MARGIN, MIN_UNITS, POWER, WORDS, check_count,
+                    check_margin, digits_for, family_level, found_of, groups_estimate,
+                    mostly_at_floor, outcome_of, paired_estimate, significant)
 
 CLAIM_VERDICTS = ("reproduced", "partly reproduced", "not reproduced", "contradicted",
                   "undecided", "not testable here")
 OUTCOMES = ("agrees", "against", "opposite", "undecided", "untested")
+CLAIMED = tuple(d for d in DIRECTIONS if d != "either")  # what a claim's tests can state
 # Findings of the open questions: a direction everywhere or in part, parity, both
 # directions (mixed), nothing decided; the mechanism (B2) and the iterations (B4) have their
 # own words.
@@ -259,20 +259,24 @@ def simulate_outcomes(sds: list[tuple[float, ...]], units: list[tuple[int, ...]]
                       direction: str, log_ratios: list[float], margins: list[float],
                       family: int, runs: int, rng: np.random.Generator) -> list[str]:
     """The claim verdicts of `runs` simulated repetitions of a claim's design: per test i,
-    normal per-unit scores with spread `sds[i]` (one per group) and `units[i]` units, whose
-    true mean log ratio is `log_ratios[i]`, each decided by the same interval and outcome
-    rules as the real tests (with its own margin `margins[i]`), at the claim's family
-    level."""
+    normal per-unit scores with spread `sds[i]` (one per group; 0: every unit the same) and
+    `units[i]` units, whose true mean log ratio is `log_ratios[i]`, each decided by the same
+    interval and outcome rules as the real tests (with its own margin `margins[i]`), at the
+    claim's family level. A test with fewer than `MIN_UNITS` units in a group is undecided,
+    as in the real run (nothing is drawn for it)."""
     level = family_level(family)
     verdicts = []
     for _ in range(runs):
         outcomes = []
         for sd, n, mean, margin in zip(sds, units, log_ratios, margins):
+            if min(n) < MIN_UNITS:
+                outcomes.append("undecided")
+                continue
             if len(n) == 1:
-                est = paired_estimate(rng.normal(mean, sd[0] or 1.0, n[0]))
+                est = paired_estimate(rng.normal(mean, sd[0], n[0]))
             else:
-                est = groups_estimate(rng.normal(0.0, sd[0] or 1.0, n[0]),
-                                      rng.normal(mean, sd[1] or 1.0, n[1]))
+                est = groups_estimate(rng.normal(0.0, sd[0], n[0]),
+                                      rng.normal(mean, sd[1], n[1]))
             outcomes.append(outcome_of(direction, found_of(*est.interval(level), margin)))
         verdicts.append(claim_verdict(outcomes))
     return verdicts
@@ -309,15 +313,22 @@ class Calibration:
 def calibration(results: list[Result], direction: str, family: int, runs: int = 2000,
                 seed: int = 0, effect: float = 1.5) -> Calibration | None:
     """`Calibration` of a claim from its tests' design (units, observed spread and margin
-    per test); None for a claim without statistical tests or without a direction."""
+    per test; a test that recorded no spread is simulated with spread 1); None for a claim
+    without statistical tests, without a direction ('') or for a question ('either'). A
+    direction it does not know, or a spread it cannot simulate (not one finite number >= 0
+    per group), is a ValueError naming the test."""
     check_count("runs", runs)
     if not (isinstance(effect, numbers.Real) and math.isfinite(effect) and effect > 1):
         raise ValueError(f"the effect at which power is stated is a ratio above 1; got "
                          f"{effect!r}")
+    if direction not in CLAIMED + ("", "either"):
+        raise ValueError(f"a claim's direction is one of "
+                         f"{', '.join(map(repr, CLAIMED))} (or '' or 'either': no "
+                         f"calibration); got {direction!r}")
     tests = [r for r in results if r.units]
-    if not tests or direction not in ("more", "less", "parity", "no more", "no less"):
+    if not tests or direction in ("", "either"):
         return None
-    sds, units = [r.sd or (1.0,) * len(r.units) for r in tests], [r.units for r in tests]
+    sds, units = [_spread(r) for r in tests], [r.units for r in tests]
     margins = [r.margin for r in tests]
     rng = np.random.default_rng(seed)
     found = {"reproduced", "partly reproduced"}
@@ -328,6 +339,20 @@ def calibration(results: list[Result], direction: str, family: int, runs: int = 
     return Calibration(float(np.mean([v in found for v in null])),
                        float(np.mean([v in found for v in alt])),
                        float(np.mean([v == "reproduced" for v in alt])), runs)
+
+
+def _spread(r: Result) -> tuple[float, ...]:
+    """The spread per group `calibration` simulates a test with (1 where none was recorded);
+    a ValueError naming the test where it is not one finite number >= 0 per group (a test
+    with too few units is never drawn: its spread is not looked at)."""
+    sd = r.sd or (1.0,) * len(r.units)
+    if min(r.units) >= MIN_UNITS and (len(sd) != len(r.units) or not all(
+            isinstance(x, numbers.Real) and math.isfinite(x) and x >= 0 for x in sd)):
+        raise ValueError(f"{r.part}, task {r.task!r}: calibration needs the spread of the "
+                         f"per-unit scores as one finite number >= 0 per group of units "
+                         f"{r.units}; got sd={r.sd}; record the test's result with `run` (it "
+                         f"stores the spread)")
+    return sd
 
 
 def comparative(larger: str, smaller: str) -> dict[str, str]:

@@ -9,6 +9,10 @@ design (`verdicts.calibration`), and writes the book's Claims page (`book/claims
 findings summary the intro includes (`book/findings.md`) and `claims.json`, which `build`
 copies to `_build/html/claims.json`. The page also prints the registry itself: the
 pre-registered primary test of every claim.
+
+A claim is decided on all its registered parts or not at all: where a part did not run in
+this build, the claim is "not testable here" and its finding names the part. A record
+under an id or part name that is not registered is an error, never dropped.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from rankcollapse.verdicts import (CLAIM_RULE, CLAIM_VERDICTS, COMPARISON_RULE, 
 RECORDS = Path("book") / "chapters" / "claims"
 PAGE, FINDINGS, JSON = Path("book") / "claims.md", Path("book") / "findings.md", "claims.json"
 NOT_RUN = "the chapter that decides it did not run in this build"
+INCOMPLETE = ("Not decided: no chapter of this build recorded its part{s} {parts} (a claim is "
+              "decided on every registered part, never on the rest).")
 SYNTHETIC = "random weights, inputs and logits"  # what chapters without datasets compute on
 CALIBRATION_RUNS = 1000  # simulated repetitions of each claim's design
 EFFECT = 1.5  # the effect at which the ledger states power
@@ -60,6 +66,41 @@ def _result(record: dict) -> Result:
     return Result(**{k: tuple(v) if isinstance(v, list) else v for k, v in record.items()})
 
 
+def _checked(rows: list[dict]) -> list[dict]:
+    """`rows` if every one names a registered claim and its results registered parts of it;
+    a ValueError naming the chapter otherwise (a row under another id would be dropped)."""
+    for row in rows:
+        chapter = row.get("chapter", "(no chapter)")
+        if row["id"] not in registry.CLAIMS:
+            raise ValueError(f"chapter {chapter} records claim id {row['id']!r}; "
+                             f"{registry.claim_ids_words(row['id'])}; correct the id where "
+                             "the chapter records its claims")
+        entry = registry.CLAIMS[row["id"]]
+        for part in dict.fromkeys(r["part"] for r in row.get("results", [])):
+            try:
+                entry.part(part)
+            except ValueError as e:
+                raise ValueError(f"chapter {chapter}: {e}; correct the part where the "
+                                 "chapter records its results") from None
+    return rows
+
+
+def _not_run(claim_id: str, results: list[Result], settings) -> list[str]:
+    """The registered parts of a claim (with tasks under the profile) without results, when
+    some part has results: the claim cannot be decided on the rest."""
+    recorded = {r.part for r in results}
+    return [p.name for p in registry.CLAIMS[claim_id].parts
+            if results and p.name not in recorded and registry.tasks_of(p, settings)]
+
+
+def _calibration(claim_id: str, tests: list[Result], settings, runs: int):
+    try:
+        return calibration(tests, _direction(claim_id), registry.family(claim_id, settings),
+                           runs, effect=EFFECT)
+    except ValueError as e:
+        raise ValueError(f"{claim_id}: {e}") from None
+
+
 def _direction(claim_id: str) -> str:
     """The one direction of a claim's statistical parts ('' for checks and questions)."""
     directions = {p.direction for p in registry.CLAIMS[claim_id].parts if p.test != "check"}
@@ -71,8 +112,12 @@ def ledger(rows: list[dict], profile: str, runs: int = CALIBRATION_RUNS) -> list
     parts merged and decided again by `registry.decide`; findings, chapters and figures
     joined; the primary tests and units from the registry; the detectable ratio (the largest
     over the claim's tests: what every one of them could detect) and the calibration of its
-    rule. A claim no chapter recorded is 'not testable here' with the reason."""
+    rule. A claim no chapter recorded is 'not testable here' with the reason; so is a claim
+    with a registered part no chapter recorded (its finding names the part; the results of
+    the other parts are shown, not decided on). A row whose id or part name is not
+    registered is a ValueError naming its chapter."""
     settings = get_profile(profile)
+    rows = _checked(rows)
     merged = []
     for claim_id, entry in registry.CLAIMS.items():
         parts = [r for r in rows if r["id"] == claim_id]
@@ -81,14 +126,18 @@ def ledger(rows: list[dict], profile: str, runs: int = CALIBRATION_RUNS) -> list
         detectable = [r.detectable for r in tests
                       if r.detectable is not None and math.isfinite(r.detectable)]
         direction = _direction(claim_id)
-        calibrated = (calibration(tests, direction, registry.family(claim_id, settings),
-                                  runs, effect=EFFECT)
-                      if tests and not entry.finding else None)
+        not_run = _not_run(claim_id, results, settings)
+        calibrated = (_calibration(claim_id, tests, settings, runs)
+                      if tests and not entry.finding and not not_run else None)
         single = results[0] if len(results) == 1 else None
+        missing = [INCOMPLETE.format(s="s" if len(not_run) > 1 else "", parts=" and ".join(
+            map(repr, not_run)))] if not_run else []
         merged.append({
             "id": claim_id, "claim": entry.claim,
-            "verdict": registry.decide(claim_id, results),  # no results: not testable here
-            "finding": " ".join(p["finding"] for p in parts) or (entry.untested or NOT_RUN) + ".",
+            # no results, or a part without: not testable here
+            "verdict": "not testable here" if not_run else registry.decide(claim_id, results),
+            "finding": " ".join(missing + [p["finding"] for p in parts])
+            or (entry.untested or NOT_RUN) + ".",
             "parts": [p.name for p in entry.parts],
             "primary_test": {p.name: p.statement() for p in entry.parts},
             "units": {p.name: p.unit for p in entry.parts},
