@@ -197,7 +197,7 @@ def test_results_do_not_depend_on_the_number_of_threads():
 def test_a_system_that_is_not_positive_definite_is_reported_not_solved():
     p = torch.full((2, 4, 4), 0.25)
     p[1] = torch.eye(4)  # P^T P = I: the system I + 11^T/n - P^T P is singular
-    grad, solved = native.implicit_backward(p, torch.ones_like(p), None)
+    grad, solved = native.implicit_backward(p, torch.ones_like(p), None, 0.05)
     assert solved.tolist() == [True, False]
 
 

@@ -24,19 +24,27 @@ differentiation): with G the incoming gradient, `r = (P*G) 1`, `c = (P*G)^T 1` a
 solution of `(I - P^T P + 11^T/n) beta = c - P^T r`, `alpha = r - P beta`, the gradient with
 respect to the logits is `P * (G - alpha 1^T - 1 beta^T)`: one small linear solve per matrix
 instead of differentiating every half-step. Where the matrix converged this equals the
-gradient through the unrolled iterations up to the remaining marginal error. A matrix that did
-not converge gets the exact gradient of the iterations it ran: they are recomputed from the
-saved logits and differentiated by hand. In the C loops that costs the few such matrices
-alone. In torch it costs the whole block, so there a matrix whose marginal error after its
-iterations is at most `NEAR` (float32: 1e-5) takes the implicit gradient too, which differs
-from the unrolled one by about that much relative to its size divided by the matrix's
-spectral gap (measured: at most 2e-5 on trained models' logits, up to 3e-4 on random logits
-of scale 3 to 4). Saved for backward: the logits and P.
+gradient through the unrolled iterations up to the remaining marginal error divided by the
+system's smallest eigenvalue (the plan's spectral gap). A matrix that did not converge gets
+the exact gradient of the iterations it ran: they are recomputed from the saved logits and
+differentiated by hand (kernels that would underflow: autograd through the log-domain
+iterations). In the C loops that costs the few such matrices alone. In torch it costs the
+whole block, so there a matrix whose marginal error after its iterations is at most `NEAR`
+(float32: 1e-5) takes the implicit gradient too, which differs from the unrolled one by about
+that much times the incoming gradient divided by the matrix's spectral gap (measured: at most
+2e-5 on trained models' logits, up to 3e-4 on random logits of scale 3 to 4; relative to the
+gradient itself more where that is small, as for sharp plans). Sharp logits make
+plans that are, or nearly are, permutations (most often in short masked blocks): there the
+gap is 0 or nearly, the system singular or ill-conditioned, and the implicit gradient fails
+or loses its digits, so every matrix whose gap is below `GAP` (estimated after the
+factorization) takes the unrolled gradient instead, whether it converged or nearly did, on
+both engines. Saved for backward: the logits and P.
 """
 
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 
 import torch
 
@@ -323,13 +331,28 @@ def _scaling_backward(k, kt, u, v, steps, half_steps: int, grad_p: torch.Tensor
     return g_k
 
 
+# Smallest eigenvalue of the implicit system `I + m m^T / |m| - P^T P` (the spectral gap
+# 1 - sigma_2(P)^2 of the plan's real block) at which the implicit gradient is still used. It
+# differs from the gradient of the iterations by about the plan's marginal error divided by
+# the gap, times the incoming gradient: at most NEAR / GAP = 2e-4 in float32, tolerance / GAP
+# ~ 1e-11 in float64. Measured gaps of the matrices that converged or nearly did: all above
+# 0.16 on random logits of scale up to 6 (n = 17 to 128); on masked random logits of scale 1
+# to 500 (n = 6) either above 0.05 or below 1e-3, none between. Below are plans that are, or
+# nearly are, (block) permutations, up to half of them from scale 20 on: the solve fails there
+# or loses its digits.
+GAP = {torch.float32: 0.05, torch.float64: 1e-4}
+
+
 def implicit_backward(p: torch.Tensor, grad_p: torch.Tensor, mask: torch.Tensor | None
-                      ) -> torch.Tensor:
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
     """Gradient with respect to the logits at the Sinkhorn fixed point P `(B, n, n)` (see the
-    module docstring). With a mask, P's padded rows and columns are zero; the system's
-    `11^T / n` becomes `m m^T / n_real` and its padded block the identity, so the padded
-    part of beta is zero and the real part solves the real block's system. A sample with no
-    real token has P = 0 and gets a zero gradient, as from the unrolled iterations."""
+    module docstring), and per matrix whether it was solved: the system positive definite
+    with a smallest eigenvalue (`_smallest_eigenvalue`) of at least `GAP`. The gradient of a
+    matrix not solved is meaningless (the caller takes the unrolled one). With a mask, P's
+    padded rows and columns are zero; the system's `11^T / n` becomes `m m^T / n_real` and its
+    padded block the identity, so the padded part of beta is zero and the real part solves the
+    real block's system. A sample with no real token has P = 0 and gets a zero gradient, as
+    from the unrolled iterations."""
     n = p.shape[-1]
     if mask is None:
         ones = torch.ones(1, n, 1, dtype=p.dtype, device=p.device)
@@ -346,11 +369,23 @@ def implicit_backward(p: torch.Tensor, grad_p: torch.Tensor, mask: torch.Tensor 
     rhs = torch.baddbmm(c, pt, r, alpha=-1.0)
     factor, info = torch.linalg.cholesky_ex(system)
     beta = torch.cholesky_solve(rhs, factor)
-    if bool(info.any()):  # not positive definite in this dtype (barely converged): pivoted LU
-        bad = info.nonzero().squeeze(-1)
-        beta[bad] = torch.linalg.solve(system[bad], rhs[bad])
+    solved = (info == 0) & (_smallest_eigenvalue(factor) >= GAP[p.dtype])
     alpha = torch.baddbmm(r, p, beta, alpha=-1.0)
-    return p * (grad_p - alpha - beta.transpose(-1, -2))
+    return p * (grad_p - alpha - beta.transpose(-1, -2)), solved
+
+
+def _smallest_eigenvalue(factor: torch.Tensor) -> torch.Tensor:
+    """An estimate from above of the smallest eigenvalue of each system A `(B, n, n)` with
+    Cholesky factor `factor`: the Rayleigh quotient z^T A z / z^T z = s^T z / z^T z of
+    z = A^-1 s, one step of inverse iteration from a fixed start s (a Weyl sequence: no
+    structure in common with any plan's). A gap below `GAP` by orders of magnitude, the case
+    that matters, dominates z; where the solve breaks down the estimate is 0, negative or NaN.
+    One pair of triangular solves: O(n^2) against the factorization's O(n^3)."""
+    n = factor.shape[-1]
+    start = (torch.arange(1, n + 1, dtype=torch.float64, device=factor.device)
+             * 0.6180339887498949).frac().sub(0.5).to(factor.dtype)
+    z = torch.cholesky_solve(start.expand(factor.shape[0], n).unsqueeze(-1), factor).squeeze(-1)
+    return (z @ start) / (z * z).sum(-1)
 
 
 def unrolled_backward(logits: torch.Tensor, grad_p: torch.Tensor, half_steps: int,
@@ -398,7 +433,9 @@ NEAR = {torch.float32: 1e-5}
 def nearly_converged(p: torch.Tensor, half_steps: int, mask: torch.Tensor | None
                      ) -> torch.Tensor:
     """Per matrix of `(B, n, n)` P, whether its marginal error (rows after a column step,
-    columns after a row step; real lines only) is at most `NEAR` for its dtype."""
+    columns after a row step; real lines only) is at most `NEAR` for its dtype. A plan that is
+    a permutation passes (its error is 0); the backward pass sends it, like every matrix
+    whose implicit system is ill-conditioned, to the unrolled gradient (`GAP`)."""
     n = p.shape[-1]
     sums = p.sum(-1) if half_steps % 2 == 0 else p.sum(-2)
     error = (sums - 1).abs()
@@ -409,7 +446,8 @@ def nearly_converged(p: torch.Tensor, half_steps: int, mask: torch.Tensor | None
 
 class SinkhornFunction(torch.autograd.Function):
     """Sinkhorn with early stopping; the backward pass is implicit for the matrices that
-    converged and the exact unrolled one for the others (see the module docstring)."""
+    converged with a well-conditioned system and the exact unrolled one for the others (see
+    the module docstring)."""
 
     @staticmethod
     def forward(ctx, logits, half_steps, mask, early_stop):
@@ -436,30 +474,56 @@ class SinkhornFunction(torch.autograd.Function):
         n = logits.shape[-1]
         logits, p, grad_p = (t.reshape(-1, n, n) for t in (logits, p, grad_out))
         mask = None if ctx.mask is None else ctx.mask.reshape(-1, n)
-        if bool(converged.all()):  # the usual case
-            return _implicit_part(p, grad_p, mask).reshape(grad_out.shape), None, None, None
-        slow = (~converged).nonzero().squeeze(-1)
-        sub = None if mask is None else mask[slow]
-        unrolled = unrolled_backward(logits[slow], grad_p[slow], ctx.half_steps, sub)
-        if len(slow) == len(converged):
-            return unrolled.reshape(grad_out.shape), None, None, None
-        grad = _implicit_part(p, grad_p, mask, converged)  # written where converged
-        return grad.index_copy_(0, slow, unrolled).reshape(grad_out.shape), None, None, None
+        grad = _gradient(logits, p, grad_p, mask, converged, ctx.half_steps)
+        return grad.reshape(grad_out.shape), None, None, None
+
+
+def _gradient(logits: torch.Tensor, p: torch.Tensor, grad_p: torch.Tensor,
+              mask: torch.Tensor | None, converged: torch.Tensor, half_steps: int
+              ) -> torch.Tensor:
+    """The gradient with respect to logits `(B, n, n)`: implicit where the matrix converged
+    and its system was solved (well conditioned), the unrolled one elsewhere. Two host syncs
+    where every matrix converged and was solved (the usual case)."""
+    with _named_errors("implicit", p, half_steps):
+        grad, solved = _implicit_part(p, grad_p, mask, None if bool(converged.all()) else converged)
+    exact = converged & solved
+    if bool(exact.all()):
+        return grad
+    slow = (~exact).nonzero().squeeze(-1)  # usually few: recompute those alone
+    sub = None if mask is None else mask[slow]
+    with _named_errors("unrolled", p[slow], half_steps):
+        return grad.index_copy_(0, slow, unrolled_backward(logits[slow], grad_p[slow],
+                                                           half_steps, sub))
+
+
+@contextmanager
+def _named_errors(step: str, p: torch.Tensor, half_steps: int):
+    """Errors out of a step of the backward pass name Sinkhorn, the step and the matrices: in a
+    training run they surface far from any call to `sinkhorn`. Out of memory keeps its type."""
+    where = (f"Sinkhorn backward, {step} gradient of {p.shape[0]} matrices {tuple(p.shape[1:])} "
+             f"({p.dtype}, {p.device}, {half_steps} half-steps)")
+    try:
+        yield
+    except torch.OutOfMemoryError as error:
+        error.add_note(where)
+        raise
+    except RuntimeError as error:
+        raise RuntimeError(f"{where} failed: {error}") from error
 
 
 def _implicit_part(p: torch.Tensor, grad_p: torch.Tensor, mask: torch.Tensor | None,
-                   chosen: torch.Tensor | None = None) -> torch.Tensor:
-    """`implicit_backward` of the `chosen` matrices (all when None; the others are left
-    unwritten), by the C loops where they apply."""
-    if not native.applies(p):
-        if chosen is None:
-            return implicit_backward(p, grad_p, mask)
-        grad, index = torch.empty_like(p), chosen.nonzero().squeeze(-1)
+                   chosen: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """`implicit_backward` of the `chosen` matrices (all when None), by the C loops where they
+    apply: the gradient (left unwritten for the others) and which matrices were solved (the
+    others count as solved)."""
+    if native.applies(p):
+        return native.implicit_backward(p, grad_p, mask, GAP[p.dtype], chosen)
+    if chosen is None:
+        return implicit_backward(p, grad_p, mask)
+    grad, solved = torch.empty_like(p), torch.ones_like(chosen)
+    index = chosen.nonzero().squeeze(-1)
+    if len(index):
         sub = None if mask is None else mask[index]
-        return grad.index_copy_(0, index, implicit_backward(p[index], grad_p[index], sub))
-    grad, solved = native.implicit_backward(p, grad_p, mask, chosen)
-    if not bool(solved.all()):  # not positive definite in float32: pivoted LU in torch
-        bad = (~solved).nonzero().squeeze(-1)
-        sub = None if mask is None else mask[bad]
-        grad.index_copy_(0, bad, implicit_backward(p[bad], grad_p[bad], sub))
-    return grad
+        part, solved[index] = implicit_backward(p[index], grad_p[index], sub)
+        grad.index_copy_(0, index, part)
+    return grad, solved

@@ -56,7 +56,7 @@ _I64, _INT, _F32, _PTR = ctypes.c_int64, ctypes.c_int, ctypes.c_float, ctypes.c_
 _SIGNATURES = {
     "rc_forward": (_PTR, _PTR, _I64, _I64, _I64, _F32, _F32, _PTR, _PTR, _PTR, _PTR, _INT),
     "rc_unrolled_backward": (_PTR, _PTR, _PTR, _I64, _I64, _I64, _F32, _PTR, _PTR, _INT),
-    "rc_implicit_backward": (_PTR, _PTR, _PTR, _PTR, _I64, _I64, _PTR, _PTR, _INT),
+    "rc_implicit_backward": (_PTR, _PTR, _PTR, _PTR, _I64, _I64, _F32, _PTR, _PTR, _INT),
 }
 
 _ON, _OFF = ("", "1", "true", "on", "yes"), ("0", "false", "off", "no")
@@ -274,16 +274,19 @@ def unrolled_backward(logits: torch.Tensor, grad_p: torch.Tensor, mask: torch.Te
 
 
 def implicit_backward(p: torch.Tensor, grad_p: torch.Tensor, mask: torch.Tensor | None,
-                      chosen: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                      gap: float, chosen: torch.Tensor | None = None
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
     """The implicit gradient at each fixed point P `(B, n, n)` (`implicit_backward` of the
     engine, by Cholesky per matrix; `grad_p` is taken as zero on pairs with a padded token),
-    and per matrix whether its system was positive definite in float32. Matrices not
-    `chosen` `(B,)` (all when None), and those whose system was not, are left unwritten."""
+    and per matrix whether it was solved: its system positive definite in float32 with a
+    smallest eigenvalue (estimated as the engine does) of at least `gap`. Matrices not
+    `chosen` `(B,)` (all when None) count as solved; they, and those not solved, are left
+    unwritten."""
     p, grad_p = p.contiguous(), grad_p.contiguous()
     count, n = p.shape[0], p.shape[-1]
     flags, picked = _flags(mask), _flags(chosen)
     out, ok = torch.empty_like(p), torch.empty(count, dtype=torch.uint8)
     _check(_library().rc_implicit_backward(
-        _ptr(p), _ptr(grad_p), _ptr(flags), _ptr(picked), count, n, _ptr(out), _ptr(ok),
+        _ptr(p), _ptr(grad_p), _ptr(flags), _ptr(picked), count, n, gap, _ptr(out), _ptr(ok),
         torch.get_num_threads()))
     return out, ok.bool()

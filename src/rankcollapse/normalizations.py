@@ -7,8 +7,9 @@ Definition. Sinkhorn's algorithm alternately normalizes the rows and the columns
 `K = exp(logits)`; `sinkhorn_reference` below is that definition, written as plainly as
 possible. `sinkhorn` computes the same matrix with a faster engine (`_sinkhorn_engine`):
 matrices stop once converged to rounding level (within 1e-6 of running every iteration, in
-float32), converged ones get the implicit gradient of the fixed point, the others the exact
-gradient of every iteration; the backward pass keeps the logits and the result.
+float32), converged ones get the implicit gradient of the fixed point (unless its linear
+system is ill-conditioned, as for plans that are permutations), the others the exact gradient
+of every iteration; the backward pass keeps the logits and the result.
 
 Convention. One *full iteration* (`n_iter`) is a row normalization followed by a column
 normalization, so the matrix returned after `n_iter` full iterations is exactly
@@ -83,8 +84,10 @@ def sinkhorn(logits: torch.Tensor, n_iter: int = 50, mask: torch.Tensor | None =
     early_stop: a matrix whose marginal error has reached its dtype's rounding level stops
     iterating (its result then differs from running every iteration by rounding noise; the
     benchmark reports the largest difference) and gets the implicit gradient of the fixed
-    point; `early_stop=False` runs every iteration and differentiates each of them. Matrices
-    that do not converge always run every iteration, with the exact gradient of each.
+    point, or where that is ill-conditioned (sharp logits: plans that are, or nearly are,
+    permutations) the exact gradient of its iterations; `early_stop=False` runs every
+    iteration and differentiates each of them. Matrices that do not converge always run every
+    iteration, with the exact gradient of each.
 
     >>> p = sinkhorn(torch.tensor([[0.0, 1.0], [2.0, 0.0]]), n_iter=50)
     >>> torch.allclose(p.sum(0), torch.ones(2)) and torch.allclose(p.sum(1), torch.ones(2))
