@@ -223,18 +223,24 @@ def test_checksum_mismatch_names_file_and_digests_and_sets_file_aside(tmp_path, 
     assert not path.exists() and path.with_name(path.name + ".corrupt").exists()
 
 
-def test_missing_file_with_network_down_explains_profiles_and_manual_path(tmp_path,
-                                                                         monkeypatch):
-    def down(url, dest):
+@pytest.mark.parametrize("error, words", [
+    (urllib.error.URLError("Temporary failure in name resolution"),
+     ("`full` profile", "`ci` profile", "'wordnet4'", "name resolution")),
+    # a bad URL or a malformed Content-Length: it used to escape without advice, .part left
+    (ValueError("invalid literal for int() with base 10: 'lots'"),
+     ("could not be downloaded", "invalid literal", "`ci` profile")),
+], ids=["network down", "ValueError"])
+def test_a_failed_download_explains_profiles_and_manual_path(tmp_path, monkeypatch, error,
+                                                             words):
+    def failing(url, dest):
         dest.write_bytes(b"partial")
-        raise urllib.error.URLError("Temporary failure in name resolution")
-    monkeypatch.setattr(data, "_fetch", down)
+        raise error
+    monkeypatch.setattr(data, "_fetch", failing)
     with pytest.raises(DataError) as err:
         data.load("ag_news", "train", tmp_path)
     message = str(err.value)
     path = tmp_path / "ag_news" / "train.csv"
-    for part in ("`full` profile", "`ci` profile", "'wordnet4'", str(path),
-                 data.DATASETS["ag_news"].urls["train.csv"], "name resolution"):
+    for part in (*words, str(path), data.DATASETS["ag_news"].urls["train.csv"]):
         assert part in message
     assert not path.exists() and not path.with_name("train.csv.part").exists()
 
@@ -655,23 +661,6 @@ def test_a_truncated_archive_with_a_matching_checksum_is_named_with_the_remedy(t
                                         r"archive .*Delete it and download it again"):
         data.load("cats_dogs", "train", tmp_path)
     assert not list((tmp_path / "cats_dogs").glob("extracted*"))
-
-
-def test_a_download_that_raises_value_error_gives_the_same_advice(tmp_path, monkeypatch):
-    """A ValueError from the download (a bad URL, a malformed Content-Length) used to escape
-    without advice and leave the `.part` file behind."""
-    def bad(url, dest):
-        dest.write_bytes(b"partial")
-        raise ValueError("invalid literal for int() with base 10: 'lots'")
-    monkeypatch.setattr(data, "_fetch", bad)
-    with pytest.raises(DataError) as err:
-        data.load("ag_news", "train", tmp_path)
-    message = str(err.value)
-    path = tmp_path / "ag_news" / "train.csv"
-    for part in ("could not be downloaded", "invalid literal", "`ci` profile", str(path),
-                 data.DATASETS["ag_news"].urls["train.csv"]):
-        assert part in message
-    assert not path.exists() and not path.with_name("train.csv.part").exists()
 
 
 def test_a_non_utf8_byte_in_ag_news_names_the_file_line_and_byte(tmp_path):
