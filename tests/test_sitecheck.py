@@ -225,3 +225,42 @@ def test_webrtc_sends_no_udp_packet_to_an_ip_literal(tmp_path):
         check_site(tmp_path)
         with pytest.raises(TimeoutError):  # nothing arrived
             stun.recvfrom(2048)
+
+
+def offline_problems(root: Path, pages: dict[str, str], **options) -> list[str]:
+    """check_site on a site of `pages` (path -> HTML, EXT standing for another host) plus an
+    image img.png; the other host must receive nothing. The problems come back sorted, with
+    the other host written EXT again."""
+    with Recorder() as server:
+        host = f"http://127.0.0.1:{server.port}"
+        (root / "img.png").write_bytes(b"\x89PNG")
+        for name, html in pages.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(html.replace("EXT", host))
+        found, _ = check_site(root, **options)
+    assert server.requests == []
+    return sorted(line.replace(host, "EXT") for line in found)
+
+
+def loads(page: str, *urls: str) -> list[str]:
+    return [f"{page}: loads EXT/{url} from outside the site (the book must render offline)"
+            for url in urls]
+
+
+# A dedicated worker made from a blob: or a data: URL (a page on file: may start no other),
+# and one the first starts (before its importScripts fails): their fetch() and importScripts()
+# go out from the worker itself.
+WORKERS = """<p>workers</p><script>
+const work = name => `fetch("EXT/${name}-fetch"); importScripts("EXT/${name}-import.js");`;
+const nested = `new Worker("data:text/javascript," + encodeURIComponent('${work("nested")}'));`;
+new Worker(URL.createObjectURL(new Blob([nested + work("blob")], {type: "text/javascript"})));
+new Worker("data:text/javascript," + encodeURIComponent(work("data")));
+</script>"""
+
+
+@needs_chromium
+def test_requests_of_blob_and_data_workers_are_reported(tmp_path):
+    assert offline_problems(tmp_path, {"workers.html": WORKERS}) == loads(
+        "workers.html", "blob-fetch", "blob-import.js", "data-fetch", "data-import.js",
+        "nested-fetch", "nested-import.js")
+

@@ -11,7 +11,9 @@ pending; then its fonts and MathJax are waited for. For each page the check reco
 - every request the page makes (`Network.requestWillBeSent`, `Network.webSocketCreated`):
   scripts, stylesheets, CSS `@import`, fonts, `url()` in a style, images of any kind
   (`srcset`, `poster`, SVG `<image>`, `<input type=image>`), frames, objects, `fetch()`,
-  XMLHttpRequest, WebSockets, from markup and scripts alike;
+  XMLHttpRequest, WebSockets, from markup and scripts alike, and from the page's workers
+  (`fetch()` and `importScripts()` of a worker made from a `blob:` or `data:` URL: the
+  browser attaches to every worker and frame the page starts, before it runs);
 - the page's final address once it has loaded (after any meta refresh or script redirect);
 - the rendered DOM,
 
@@ -280,14 +282,36 @@ class DevTools:
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for fd in high:
             os.close(fd)
-        self._buffer, self._last, self.visit, self.width = b"", 0, None, WIDTHS[0]
+        self._buffer, self._last, self.width = b"", 0, WIDTHS[0]
+        self._tab_of: dict[str, str] = {}  # session -> session of the tab it belongs to
+        self.visits: dict[str, Visit] = {}  # tab's session -> what its current page does
+        self.session, self.frame = self._new_tab()
+
+    def _new_tab(self) -> tuple[str, str]:
+        """Open a blank tab; return its session and its main frame's id. Every worker and
+        out-of-process frame it starts is attached to (see `_attach`)."""
         target = self.call("Target.createTarget", url="about:blank")["targetId"]
-        self.session = self.call("Target.attachToTarget", targetId=target,
-                                 flatten=True)["sessionId"]
+        session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        self._tab_of[session] = session
         for method in ("Page.enable", "Network.enable"):
-            self.call(method, self.session)
-        self.call("Page.setLifecycleEventsEnabled", self.session, enabled=True)
-        self.frame = self.call("Page.getFrameTree", self.session)["frameTree"]["frame"]["id"]
+            self.call(method, session)
+        self.call("Page.setLifecycleEventsEnabled", session, enabled=True)
+        self.call("Target.setAutoAttach", session, **self.AUTO_ATTACH)
+        return session, self.call("Page.getFrameTree", session)["frameTree"]["frame"]["id"]
+
+    # A worker (blob: and data: ones too) or a frame of another process gets a session of its
+    # own, and its requests are told only there: it waits before running its first line until
+    # its network is watched.
+    AUTO_ATTACH = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
+
+    def _attach(self, parent: str, child: str) -> None:
+        """Watch the network of `child`, a session just auto-attached under `parent` (and of
+        what it starts in turn), then let it run. The replies are not waited for: this runs
+        while another command waits for its own."""
+        self._tab_of[child] = self._tab_of.get(parent, parent)
+        self._send("Network.enable", child)
+        self._send("Target.setAutoAttach", child, **self.AUTO_ATTACH)
+        self._send("Runtime.runIfWaitingForDebugger", child)
 
     def _message(self) -> dict:
         """The next message from the browser; an event is recorded in `visit` on the way."""
@@ -301,20 +325,30 @@ class DevTools:
             self._buffer += chunk
         raw, self._buffer = self._buffer.split(b"\0", 1)
         message = json.loads(raw)
-        if "method" in message and self.visit:
-            self.visit.record(message)
+        session, method = message.get("sessionId"), message.get("method")
+        if method == "Target.attachedToTarget" and session:  # not a tab this class opened
+            self._attach(session, message["params"]["sessionId"])
+        elif method == "Target.detachedFromTarget" and session:
+            self._tab_of.pop(message["params"]["sessionId"], None)
+        elif "method" in message and self._tab_of.get(session) in self.visits:
+            self.visits[self._tab_of[session]].record(message)
         return message
 
-    def call(self, method: str, session: str | None = None, **params) -> dict:
-        """Send one command and return its result."""
+    def _send(self, method: str, session: str | None = None, **params) -> int:
+        """Send one command; return its id."""
         self._last += 1
         message = {"id": self._last, "method": method, "params": params}
         if session:
             message["sessionId"] = session
         os.write(self._to_browser, json.dumps(message).encode() + b"\0")
+        return self._last
+
+    def call(self, method: str, session: str | None = None, **params) -> dict:
+        """Send one command and return its result."""
+        sent = self._send(method, session, **params)
         while True:
             reply = self._message()
-            if reply.get("id") == self._last:
+            if reply.get("id") == sent:
                 if "error" in reply:
                     raise RuntimeError(f"chromium: {method}: {reply['error']}")
                 return reply["result"]
@@ -334,11 +368,11 @@ class DevTools:
         self.deadline = time.monotonic() + self.timeout
         self.width = width
         self._viewport(900)
-        self.visit = Visit(self.frame)
+        visit = self.visits[self.session] = Visit(self.frame)
         self.call("Page.navigate", self.session, url=page.resolve().as_uri())
-        while not self.visit.loaded:
+        while not visit.loaded:
             self._message()
-        return self.visit
+        return visit
 
     def rendered(self) -> str:
         """The open page's DOM once its fonts are ready and MathJax has typeset."""
