@@ -264,3 +264,13 @@ def test_requests_of_blob_and_data_workers_are_reported(tmp_path):
         "workers.html", "blob-fetch", "blob-import.js", "data-fetch", "data-import.js",
         "nested-fetch", "nested-import.js")
 
+
+@needs_chromium
+def test_a_slow_meta_refresh_is_reported_as_such(tmp_path):
+    found = offline_problems(tmp_path, {
+        "book/slow.html": '<meta http-equiv="refresh" content="60; url=other.html"><p>slow</p>',
+        "book/other.html": "<p>other</p>",
+        "away.html": '<meta http-equiv="refresh" content="60;url=EXT/away"><p>away</p>'},
+        page_timeout=5)
+    assert found == ["away.html: redirects by meta refresh after 60 s to EXT/away",
+                     "book/slow.html: redirects by meta refresh after 60 s to book/other.html"]

@@ -6,7 +6,8 @@ Every HTML page is opened in one headless Chromium driven through its DevTools p
 pipe (`--remote-debugging-pipe`), with every host but the local files unreachable (no host
 name resolves, every connection goes to a proxy port where nothing listens, WebRTC sends no
 UDP). A page counts as loaded once its main frame's network has gone idle with no redirect
-pending; then its fonts and MathJax are waited for. For each page the check records
+pending (a meta refresh later than `REFRESH_FOLLOWED` s is not waited for); then its fonts and
+MathJax are waited for. For each page the check records
 
 - every request the page makes (`Network.requestWillBeSent`, `Network.webSocketCreated`):
   scripts, stylesheets, CSS `@import`, fonts, `url()` in a style, images of any kind
@@ -22,6 +23,8 @@ and reports, one line each:
 - a request that leaves the site folder: anything but a `file:` URL inside the site and
   `data:`, `blob:` or `about:` (the book must render offline; no other host is reached);
 - a final address outside the site folder, or a redirect to a page that does not exist;
+- a meta refresh later than `REFRESH_FOLLOWED` s (the page is checked as one the reader reads,
+  and leaves): `page redirects by meta refresh after 60 s to URL`; a sooner one is a redirect;
 - a page that does not finish loading within `PAGE_TIMEOUT` s (a script that never ends,
   say), after which the check goes on with the next page;
 - in the rendered page: an internal link or image that resolves to no file of the site (or
@@ -72,6 +75,7 @@ OFFLINE_FLAGS = ["--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.
 LOCAL_SCHEMES = ("data", "blob", "about")  # URLs that fetch nothing from outside the page
 STARTUP = 60  # s that Chromium may take to start
 PAGE_TIMEOUT = 30  # s that one page may take to load, or to be photographed
+REFRESH_FOLLOWED = 5  # s: a sooner meta refresh is a redirect; a later one, a page that leaves
 WIDTHS = (1300, 800)  # window widths of the screenshots, px
 MAX_HEIGHT = 40000  # px; a longer page is cut there (the claims ledger at 800 px: about 34,000)
 RAW_TEX = ("\\(", "\\[", "$$")
@@ -171,6 +175,12 @@ def site_path(url: str, site: Path) -> Path | None:
     return path if path == root or root in path.parents else None
 
 
+def shown(url: str, site: Path) -> str:
+    """`url` as a report names it: a file of the site by its path inside the site folder."""
+    path = site_path(url, site)
+    return url if path is None else path.relative_to(site.resolve()).as_posix()
+
+
 def leaves_site(url: str, site: Path) -> bool:
     """Whether fetching `url` reaches outside the site folder (data:, blob: and about: URLs
     are made in the page itself)."""
@@ -189,6 +199,7 @@ class Visit:
     loading: bool = False  # the main frame is loading a document
     redirect_pending: bool = False  # a meta refresh or a script's navigation is scheduled
     redirected: bool = False  # the main frame holds another document than the page
+    refresh: tuple[float, str] | None = None  # a later meta refresh than REFRESH_FOLLOWED: s, URL
 
     def record(self, event: dict) -> None:
         """Keep what `event` says about the page's requests or its main frame. The main
@@ -206,6 +217,10 @@ class Visit:
             self.document = params["frame"]["loaderId"]
         elif main and method in ("Page.frameStartedLoading", "Page.frameStoppedLoading"):
             self.loading = method == "Page.frameStartedLoading"
+        elif main and method == "Page.frameScheduledNavigation" \
+                and params["reason"] == "metaTagRefresh" and params["delay"] > REFRESH_FOLLOWED:
+            if not self.redirected:  # a refresh of the page it redirected to: reported there
+                self.refresh = params["delay"], params["url"]  # the reader reads the page first
         elif main and method in ("Page.frameScheduledNavigation",
                                  "Page.frameClearedScheduledNavigation"):
             self.redirect_pending = method == "Page.frameScheduledNavigation"
@@ -226,6 +241,10 @@ def check_visit(page: Path, visit: Visit, site: Path) -> list[str]:
     where = page.relative_to(site)
     problems = [f"{where}: loads {url} from outside the site (the book must render offline)"
                 for url in dict.fromkeys(visit.requests) if leaves_site(url, site)]
+    if visit.refresh:
+        delay, url = visit.refresh
+        problems.append(f"{where}: redirects by meta refresh after {delay:g} s to "
+                        f"{shown(url, site)}")
     target = site_path(visit.address, site)
     if target is None:
         problems.append(f"{where}: ends up at {visit.address}, outside the site")
