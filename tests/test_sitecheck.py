@@ -274,3 +274,16 @@ def test_a_slow_meta_refresh_is_reported_as_such(tmp_path):
         page_timeout=5)
     assert found == ["away.html: redirects by meta refresh after 60 s to EXT/away",
                      "book/slow.html: redirects by meta refresh after 60 s to book/other.html"]
+
+
+@needs_chromium
+def test_a_redirect_into_static_that_loads_from_another_host_is_reported(tmp_path):
+    found = offline_problems(tmp_path, {
+        "book/moved.html": '<meta http-equiv="refresh" content="0; url=../_static/moved.html">',
+        "_static/moved.html": '<p>moved</p><script src="EXT/static.js"></script>',
+        # a redirect to a page that is checked on its own: its requests are reported there
+        "index.html": '<meta http-equiv="refresh" content="0; url=book/page.html">',
+        "book/page.html": '<p>page</p><img src="EXT/page.png">'})
+    assert found == ["book/moved.html: redirects to _static/moved.html, which loads "
+                     "EXT/static.js from outside the site (the book must render offline)",
+                     *loads("book/page.html", "page.png")]

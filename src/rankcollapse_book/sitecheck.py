@@ -21,7 +21,8 @@ MathJax are waited for. For each page the check records
 and reports, one line each:
 
 - a request that leaves the site folder: anything but a `file:` URL inside the site and
-  `data:`, `blob:` or `about:` (the book must render offline; no other host is reached);
+  `data:`, `blob:` or `about:` (the book must render offline; no other host is reached),
+  also one of a file the page redirects to that is no page checked on its own (`_static/`);
 - a final address outside the site folder, or a redirect to a page that does not exist;
 - a meta refresh later than `REFRESH_FOLLOWED` s (the page is checked as one the reader reads,
   and leaves): `page redirects by meta refresh after 60 s to URL`; a sooner one is a redirect;
@@ -175,6 +176,13 @@ def site_path(url: str, site: Path) -> Path | None:
     return path if path == root or root in path.parents else None
 
 
+def is_page(path: Path, site: Path) -> bool:
+    """Whether the check opens `path` (inside `site`) as a page of its own: an HTML file
+    outside the site's top folders `_*` and `.*` (`_static/`, `_sources/`)."""
+    return (path.suffix == ".html" and path.is_file()
+            and not path.relative_to(site).parts[0].startswith(("_", ".")))
+
+
 def shown(url: str, site: Path) -> str:
     """`url` as a report names it: a file of the site by its path inside the site folder."""
     path = site_path(url, site)
@@ -193,6 +201,8 @@ class Visit:
 
     frame: str  # id of the tab's main frame
     requests: list[str] = field(default_factory=list)  # URLs the page asked for, in order
+    # URLs asked for by each later document of the main frame (the page redirected), by address
+    redirected_requests: dict[str, list[str]] = field(default_factory=dict)
     address: str = ""  # main frame's address (a failed navigation: the one it failed to reach)
     document: str = ""  # loader id of the main frame's current document
     idle: str = ""  # loader id of the last main-frame document whose network went idle
@@ -203,14 +213,17 @@ class Visit:
 
     def record(self, event: dict) -> None:
         """Keep what `event` says about the page's requests or its main frame. The main
-        frame's navigations are left out of `requests`: they are judged by where the page ends
-        up; so are the requests of the page it redirected to, which is checked on its own."""
+        frame's navigations are left out: they are judged by where the page ends up; so is
+        what comes before the page's document (the previous page's last requests)."""
         method, params = event["method"], event.get("params", {})
         main = self.frame in (params.get("frameId"), params.get("frame", {}).get("id"))
         if method in ("Network.requestWillBeSent", "Network.webSocketCreated"):
             navigation = main and params.get("type") == "Document"
-            if not (navigation or self.redirected):
-                self.requests.append(params.get("request", params)["url"])
+            url = params.get("request", params)["url"]
+            if self.redirected and not navigation:
+                self.redirected_requests.setdefault(self.address, []).append(url)
+            elif self.document and not navigation:
+                self.requests.append(url)
         elif main and method == "Page.frameNavigated":
             self.redirected = bool(self.document)  # a second document in the main frame
             self.address = params["frame"].get("unreachableUrl") or params["frame"]["url"]
@@ -236,11 +249,18 @@ class Visit:
 
 
 def check_visit(page: Path, visit: Visit, site: Path) -> list[str]:
-    """Problems of what opening `page` did: requests that left the site folder, and a final
+    """Problems of what opening `page` did: requests that left the site folder (those of a
+    page it redirected to as well, unless that page is checked on its own), and a final
     address outside it or missing."""
     where = page.relative_to(site)
     problems = [f"{where}: loads {url} from outside the site (the book must render offline)"
                 for url in dict.fromkeys(visit.requests) if leaves_site(url, site)]
+    for address, urls in visit.redirected_requests.items():
+        target = site_path(address, site)
+        if target is None or not is_page(target, site.resolve()):  # _static/x.html, say
+            problems += [f"{where}: redirects to {shown(address, site)}, which loads {url} "
+                         f"from outside the site (the book must render offline)"
+                         for url in dict.fromkeys(urls) if leaves_site(url, site)]
     if visit.refresh:
         delay, url = visit.refresh
         problems.append(f"{where}: redirects by meta refresh after {delay:g} s to "
@@ -458,8 +478,7 @@ def check_site(site: Path, screenshots: Path | None = None, browser: str | None 
                          "(apt-get install chromium)")
     if not site.is_dir():
         raise SystemExit(f"no site at {site}: build the book first (make book)")
-    pages = sorted(p for p in site.rglob("*.html")
-                   if not p.relative_to(site).parts[0].startswith(("_", ".")))
+    pages = sorted(p for p in site.rglob("*.html") if is_page(p, site))
     if not pages:
         raise SystemExit(f"{site} holds no HTML page: the build is empty or incomplete")
     problems, ids_cache = [], {}
