@@ -287,3 +287,34 @@ def test_a_redirect_into_static_that_loads_from_another_host_is_reported(tmp_pat
     assert found == ["book/moved.html: redirects to _static/moved.html, which loads "
                      "EXT/static.js from outside the site (the book must render offline)",
                      *loads("book/page.html", "page.png")]
+
+
+# Images that only a screen of two device pixels per CSS pixel, or a phone, asks for.
+SCREENS = """<p>images</p><img srcset="img.png 1x, EXT/srcset-2x.png 2x">
+<picture><source media="(max-width: 700px)" srcset="EXT/phone.png"><img src="img.png"></picture>
+<picture><source media="(min-width: 701px)" srcset="img.png 1x, EXT/wide-2x.png 2x">
+<img src="img.png"></picture>"""
+
+
+@needs_chromium
+def test_images_for_a_2x_screen_or_a_phone_are_reported(tmp_path):
+    assert offline_problems(tmp_path, {"screens.html": SCREENS}) == loads(
+        "screens.html", "phone.png", "srcset-2x.png", "wide-2x.png")
+
+
+# A lazy image below the fold, one more that appears once the reader reaches the end (an
+# endless page), and a request two seconds after load.
+LATER = """<p>top</p><div style="height: 5000px"></div><img loading="lazy" src="EXT/lazy.png">
+<div id="feed"></div><script>
+setTimeout(() => fetch("EXT/late.json"), 2000);
+addEventListener("scroll", () => {
+  if (!document.getElementById("more") && scrollY + innerHeight > document.body.scrollHeight - 9)
+    feed.innerHTML = '<div id="more" style="height: 5000px"></div>'
+      + '<img loading="lazy" src="EXT/more.png">';
+});</script>"""
+
+
+@needs_chromium
+def test_a_lazy_image_below_the_fold_and_a_late_request_are_reported(tmp_path):
+    assert offline_problems(tmp_path, {"later.html": LATER}) == loads(
+        "later.html", "late.json", "lazy.png", "more.png")

@@ -7,7 +7,14 @@ pipe (`--remote-debugging-pipe`), with every host but the local files unreachabl
 name resolves, every connection goes to a proxy port where nothing listens, WebRTC sends no
 UDP). A page counts as loaded once its main frame's network has gone idle with no redirect
 pending (a meta refresh later than `REFRESH_FOLLOWED` s is not waited for); then its fonts and
-MathJax are waited for. For each page the check records
+MathJax are waited for. Then the page is opened a second time, in a tab of its own whose clock
+runs as fast as the page can go (DevTools' virtual time), to see what other readers' browsers
+ask for: on a phone's screen (400 px wide, 2 device pixels per CSS pixel) and, resized in
+place, in windows 800 and 1300 px wide at 2 device pixels per CSS pixel and 1300 px at 1
+(`SCREENS`: `srcset` 2x images, `<source media=...>`), scrolled to its end on each until it
+grows no more and asks for nothing more (lazy images, an endless page), with `LATE` s of the
+page's clock run after load (a request a few seconds after load). For each page the check
+records
 
 - every request the page makes (`Network.requestWillBeSent`, `Network.webSocketCreated`):
   scripts, stylesheets, CSS `@import`, fonts, `url()` in a style, images of any kind
@@ -58,6 +65,7 @@ import time
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
@@ -77,6 +85,11 @@ LOCAL_SCHEMES = ("data", "blob", "about")  # URLs that fetch nothing from outsid
 STARTUP = 60  # s that Chromium may take to start
 PAGE_TIMEOUT = 30  # s that one page may take to load, or to be photographed
 REFRESH_FOLLOWED = 5  # s: a sooner meta refresh is a redirect; a later one, a page that leaves
+# The second look at every page: a phone's screen, then (the page resized in place) a narrow and
+# a wide window on a screen of 2 device pixels per CSS pixel, and a wide one of 1.
+SCREENS = ((400, 2), (800, 2), (1300, 2), (1300, 1))  # (width px, device pixels per CSS px)
+LATE = 10  # s of the page's own clock after which it is no longer watched for requests
+SCROLLS = 5  # times a page is scrolled to its end at most, for each screen
 WIDTHS = (1300, 800)  # window widths of the screenshots, px
 MAX_HEIGHT = 40000  # px; a longer page is cut there (the claims ledger at 800 px: about 34,000)
 RAW_TEX = ("\\(", "\\[", "$$")
@@ -211,6 +224,17 @@ class Visit:
     redirected: bool = False  # the main frame holds another document than the page
     refresh: tuple[float, str] | None = None  # a later meta refresh than REFRESH_FOLLOWED: s, URL
 
+    @property
+    def asked(self) -> int:
+        """How many requests have been recorded."""
+        return len(self.requests) + sum(map(len, self.redirected_requests.values()))
+
+    def add(self, other: Visit) -> None:
+        """Count the requests of `other`, a second look at the same page, as this one's."""
+        self.requests += other.requests
+        for address, urls in other.redirected_requests.items():
+            self.redirected_requests.setdefault(address, []).extend(urls)
+
     def record(self, event: dict) -> None:
         """Keep what `event` says about the page's requests or its main frame. The main
         frame's navigations are left out: they are judged by where the page ends up; so is
@@ -281,6 +305,13 @@ def screenshot_name(page: Path, site: Path, width: int) -> Path:
     return relative.with_name(f"{relative.stem}-{width}.png")
 
 
+class Tab(NamedTuple):
+    """One tab of the browser: the session that drives it, its main frame."""
+
+    session: str
+    frame: str
+
+
 class Unresponsive(RuntimeError):
     """The browser sent nothing before the deadline: a page's script never ends, say."""
 
@@ -324,19 +355,27 @@ class DevTools:
         self._buffer, self._last, self.width = b"", 0, WIDTHS[0]
         self._tab_of: dict[str, str] = {}  # session -> session of the tab it belongs to
         self.visits: dict[str, Visit] = {}  # tab's session -> what its current page does
-        self.session, self.frame = self._new_tab()
+        self._clock_stopped = False  # a probe's page has run the time it was given
+        tab = self._new_tab()  # the tab that renders and photographs
+        self.session, self.frame = tab.session, tab.frame
+        # The probe's tab, in a browser context of its own: a page's clock is its renderer
+        # process's, and no page of the other tab may share a process with a stopped clock.
+        self.probe_tab = self._new_tab(self.call("Target.createBrowserContext")["browserContextId"])
 
-    def _new_tab(self) -> tuple[str, str]:
-        """Open a blank tab; return its session and its main frame's id. Every worker and
-        out-of-process frame it starts is attached to (see `_attach`)."""
-        target = self.call("Target.createTarget", url="about:blank")["targetId"]
+    def _new_tab(self, context: str | None = None) -> Tab:
+        """Open a blank tab in a window of its own (a tab behind another renders no frame),
+        in browser context `context` (None: the default one). Every worker and out-of-process
+        frame it starts is attached to (see `_attach`)."""
+        target = self.call("Target.createTarget", url="about:blank", newWindow=True,
+                           **({"browserContextId": context} if context else {}))["targetId"]
         session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         self._tab_of[session] = session
         for method in ("Page.enable", "Network.enable"):
             self.call(method, session)
         self.call("Page.setLifecycleEventsEnabled", session, enabled=True)
         self.call("Target.setAutoAttach", session, **self.AUTO_ATTACH)
-        return session, self.call("Page.getFrameTree", session)["frameTree"]["frame"]["id"]
+        frame = self.call("Page.getFrameTree", session)["frameTree"]["frame"]["id"]
+        return Tab(session, frame)
 
     # A worker (blob: and data: ones too) or a frame of another process gets a session of its
     # own, and its requests are told only there: it waits before running its first line until
@@ -367,8 +406,10 @@ class DevTools:
         session, method = message.get("sessionId"), message.get("method")
         if method == "Target.attachedToTarget" and session:  # not a tab this class opened
             self._attach(session, message["params"]["sessionId"])
-        elif method == "Target.detachedFromTarget" and session:
+        elif method == "Target.detachedFromTarget":
             self._tab_of.pop(message["params"]["sessionId"], None)
+        elif method == "Emulation.virtualTimeBudgetExpired":
+            self._clock_stopped = True
         elif "method" in message and self._tab_of.get(session) in self.visits:
             self.visits[self._tab_of[session]].record(message)
         return message
@@ -396,10 +437,10 @@ class DevTools:
         self.call("Emulation.setDeviceMetricsOverride", self.session, width=self.width,
                   height=height, deviceScaleFactor=1, mobile=False)
 
-    def _evaluate(self, expression: str):
-        result = self.call("Runtime.evaluate", self.session, expression=expression,
+    def _evaluate(self, expression: str, session: str | None = None):
+        result = self.call("Runtime.evaluate", session or self.session, expression=expression,
                            awaitPromise=True, returnByValue=True)
-        return result["result"]["value"]
+        return result["result"].get("value")
 
     def open(self, page: Path, width: int) -> Visit:
         """Load `page` in a window `width` px wide, until it has loaded (see Visit.loaded);
@@ -411,6 +452,62 @@ class DevTools:
         self.call("Page.navigate", self.session, url=page.resolve().as_uri())
         while not visit.loaded:
             self._message()
+        return visit
+
+    # Scrolls to the end, lets two frames render (lazy images start loading then), and
+    # resolves to the page's height.
+    TO_THE_END = """new Promise(done => {
+      scrollTo(0, document.documentElement.scrollHeight);
+      requestAnimationFrame(() => requestAnimationFrame(() =>
+        done(document.documentElement.scrollHeight)));
+    })"""
+
+    def _run_clock(self, tab: Tab, seconds: float) -> None:
+        """Let the page in `tab` run `seconds` of its own clock, then stop it: its timers
+        fire without being waited for in real time, and the clock stands still while a
+        request is pending."""
+        self._clock_stopped = False
+        self.call("Emulation.setVirtualTimePolicy", tab.session,
+                  policy="pauseIfNetworkFetchesPending", budget=seconds * 1000)
+        while not self._clock_stopped:
+            self._message()
+
+    def _scroll_to_end(self, tab: Tab, visit: Visit) -> None:
+        """Scroll the page in `tab` to its end until it grows no more and asks for nothing
+        more (an endless page: SCROLLS times)."""
+        height = self._height(tab, "document.documentElement.scrollHeight")
+        for _ in range(SCROLLS):
+            asked = visit.asked
+            grown = height != (height := self._height(tab, self.TO_THE_END))
+            self._run_clock(tab, 0.5)
+            if not grown and visit.asked == asked:
+                return
+
+    def _height(self, tab: Tab, expression: str) -> int | None:
+        """What `expression` gives in `tab` (a page's height); None if the page was left
+        meanwhile (a redirect)."""
+        try:
+            return self._evaluate(expression, tab.session)
+        except RuntimeError:
+            return None
+
+    def probe(self, page: Path) -> Visit:
+        """Look at `page` again as readers with other screens would, in a tab of its own
+        whose clock runs as fast as the page can go: open it on the first of SCREENS and give
+        it LATE s, then scroll it to its end on each screen in turn (resizing it in place);
+        return what it requested."""
+        self.deadline = time.monotonic() + self.timeout
+        tab = self.probe_tab
+        visit = self.visits[tab.session] = Visit(tab.frame)
+        for n, (width, scale) in enumerate(SCREENS):
+            # mobile=False: a phone's width even where a page says nothing of its viewport
+            self.call("Emulation.setDeviceMetricsOverride", tab.session, width=width,
+                      height=900, deviceScaleFactor=scale, mobile=False)
+            if n == 0:
+                self.call("Emulation.setVirtualTimePolicy", tab.session, policy="pause")
+                self.call("Page.navigate", tab.session, url=page.resolve().as_uri())
+                self._run_clock(tab, LATE)
+            self._scroll_to_end(tab, visit)
         return visit
 
     def rendered(self) -> str:
@@ -452,10 +549,12 @@ def check_in_browser(tools: DevTools, page: Path, site: Path, ids_cache: dict,
     photograph it into `screenshots` at every width of WIDTHS. The counts are None for a
     page that redirects (its target is checked as a page of its own)."""
     visit = tools.open(page, WIDTHS[0])
-    if site_path(visit.address, site) != page.resolve():
-        return check_visit(page, visit, site), None, []
-    html = tools.rendered()
+    redirects = site_path(visit.address, site) != page.resolve()
+    html = None if redirects else tools.rendered()
+    visit.add(tools.probe(page))
     problems = check_visit(page, visit, site)  # after rendering: MathJax may fetch fonts
+    if redirects:
+        return problems, None, []
     page_problems, counts = check_page(page, html, site, ids_cache)
     shots = []
     for width in WIDTHS if screenshots else ():
