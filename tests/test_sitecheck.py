@@ -248,13 +248,14 @@ def loads(page: str, *urls: str) -> list[str]:
 
 
 # A dedicated worker made from a blob: or a data: URL (a page on file: may start no other),
-# and one the first starts (before its importScripts fails): their fetch() and importScripts()
-# go out from the worker itself.
+# one the first starts (before its importScripts fails), and a shared worker: their fetch()
+# and importScripts() go out from the worker itself.
 WORKERS = """<p>workers</p><script>
 const work = name => `fetch("EXT/${name}-fetch"); importScripts("EXT/${name}-import.js");`;
 const nested = `new Worker("data:text/javascript," + encodeURIComponent('${work("nested")}'));`;
 new Worker(URL.createObjectURL(new Blob([nested + work("blob")], {type: "text/javascript"})));
 new Worker("data:text/javascript," + encodeURIComponent(work("data")));
+new SharedWorker("data:text/javascript," + encodeURIComponent(work("shared")));
 </script>"""
 
 
@@ -262,7 +263,7 @@ new Worker("data:text/javascript," + encodeURIComponent(work("data")));
 def test_requests_of_blob_and_data_workers_are_reported(tmp_path):
     assert offline_problems(tmp_path, {"workers.html": WORKERS}) == loads(
         "workers.html", "blob-fetch", "blob-import.js", "data-fetch", "data-import.js",
-        "nested-fetch", "nested-import.js")
+        "nested-fetch", "nested-import.js", "shared-fetch", "shared-import.js")
 
 
 @needs_chromium

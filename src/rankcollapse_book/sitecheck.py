@@ -20,8 +20,9 @@ records
   scripts, stylesheets, CSS `@import`, fonts, `url()` in a style, images of any kind
   (`srcset`, `poster`, SVG `<image>`, `<input type=image>`), frames, objects, `fetch()`,
   XMLHttpRequest, WebSockets, from markup and scripts alike, and from the page's workers
-  (`fetch()` and `importScripts()` of a worker made from a `blob:` or `data:` URL: the
-  browser attaches to every worker and frame the page starts, before it runs);
+  (`fetch()` and `importScripts()` of a dedicated or shared worker made from a `blob:` or
+  `data:` URL: the browser attaches to every worker and frame the page starts, before it
+  runs);
 - the page's final address once it has loaded (after any meta refresh or script redirect);
 - the rendered DOM,
 
@@ -354,6 +355,7 @@ class DevTools:
             os.close(fd)
         self._buffer, self._last, self.width = b"", 0, WIDTHS[0]
         self._tab_of: dict[str, str] = {}  # session -> session of the tab it belongs to
+        self._tab_in: dict[str, str] = {}  # browser context -> session of its tab
         self.visits: dict[str, Visit] = {}  # tab's session -> what its current page does
         self._clock_stopped = False  # a probe's page has run the time it was given
         tab = self._new_tab()  # the tab that renders and photographs
@@ -361,6 +363,10 @@ class DevTools:
         # The probe's tab, in a browser context of its own: a page's clock is its renderer
         # process's, and no page of the other tab may share a process with a stopped clock.
         self.probe_tab = self._new_tab(self.call("Target.createBrowserContext")["browserContextId"])
+        # A shared worker belongs to no page but to a browser context: the browser attaches
+        # to it, and its requests count as those of the one tab in that context.
+        self.call("Target.setAutoAttach", **self.AUTO_ATTACH,
+                  filter=[{"type": "shared_worker"}, {"exclude": True}])
 
     def _new_tab(self, context: str | None = None) -> Tab:
         """Open a blank tab in a window of its own (a tab behind another renders no frame),
@@ -370,6 +376,8 @@ class DevTools:
                            **({"browserContextId": context} if context else {}))["targetId"]
         session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         self._tab_of[session] = session
+        info = self.call("Target.getTargetInfo", targetId=target)["targetInfo"]
+        self._tab_in[info["browserContextId"]] = session
         for method in ("Page.enable", "Network.enable"):
             self.call(method, session)
         self.call("Page.setLifecycleEventsEnabled", session, enabled=True)
@@ -382,17 +390,18 @@ class DevTools:
     # its network is watched.
     AUTO_ATTACH = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
 
-    def _attach(self, parent: str, child: str) -> None:
-        """Watch the network of `child`, a session just auto-attached under `parent` (and of
-        what it starts in turn), then let it run. The replies are not waited for: this runs
-        while another command waits for its own."""
-        self._tab_of[child] = self._tab_of.get(parent, parent)
+    def _attach(self, tab: str | None, child: str) -> None:
+        """Watch the network of `child`, a session just auto-attached for the tab whose
+        session is `tab` (and of what it starts in turn), then let it run. The replies are not
+        waited for: this runs while another command waits for its own."""
+        self._tab_of[child] = tab
         self._send("Network.enable", child)
         self._send("Target.setAutoAttach", child, **self.AUTO_ATTACH)
         self._send("Runtime.runIfWaitingForDebugger", child)
 
     def _message(self) -> dict:
-        """The next message from the browser; an event is recorded in `visit` on the way."""
+        """The next message from the browser; an event is recorded on the way in the visit of
+        the tab it comes from (see `visits`)."""
         while b"\0" not in self._buffer:
             left = self.deadline - time.monotonic()
             if left <= 0 or not select.select([self._from_browser], [], [], left)[0]:
@@ -404,13 +413,17 @@ class DevTools:
         raw, self._buffer = self._buffer.split(b"\0", 1)
         message = json.loads(raw)
         session, method = message.get("sessionId"), message.get("method")
-        if method == "Target.attachedToTarget" and session:  # not a tab this class opened
-            self._attach(session, message["params"]["sessionId"])
+        if method == "Target.attachedToTarget":
+            child, target = message["params"]["sessionId"], message["params"]["targetInfo"]
+            if session:  # a worker or frame of a tab
+                self._attach(self._tab_of.get(session), child)
+            elif target["type"] == "shared_worker":  # not a tab this class opened
+                self._attach(self._tab_in.get(target.get("browserContextId")), child)
         elif method == "Target.detachedFromTarget":
             self._tab_of.pop(message["params"]["sessionId"], None)
         elif method == "Emulation.virtualTimeBudgetExpired":
             self._clock_stopped = True
-        elif "method" in message and self._tab_of.get(session) in self.visits:
+        elif method and self._tab_of.get(session) in self.visits:
             self.visits[self._tab_of[session]].record(message)
         return message
 
