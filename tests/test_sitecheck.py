@@ -225,3 +225,97 @@ def test_webrtc_sends_no_udp_packet_to_an_ip_literal(tmp_path):
         check_site(tmp_path)
         with pytest.raises(TimeoutError):  # nothing arrived
             stun.recvfrom(2048)
+
+
+def offline_problems(root: Path, pages: dict[str, str], **options) -> list[str]:
+    """check_site on a site of `pages` (path -> HTML, EXT standing for another host) plus an
+    image img.png; the other host must receive nothing. The problems come back sorted, with
+    the other host written EXT again."""
+    with Recorder() as server:
+        host = f"http://127.0.0.1:{server.port}"
+        (root / "img.png").write_bytes(b"\x89PNG")
+        for name, html in pages.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(html.replace("EXT", host))
+        found, _ = check_site(root, **options)
+    assert server.requests == []
+    return sorted(line.replace(host, "EXT") for line in found)
+
+
+def loads(page: str, *urls: str) -> list[str]:
+    return [f"{page}: loads EXT/{url} from outside the site (the book must render offline)"
+            for url in urls]
+
+
+# A dedicated worker made from a blob: or a data: URL (a page on file: may start no other),
+# one the first starts (before its importScripts fails), and a shared worker: their fetch()
+# and importScripts() go out from the worker itself.
+WORKERS = """<p>workers</p><script>
+const work = name => `fetch("EXT/${name}-fetch"); importScripts("EXT/${name}-import.js");`;
+const nested = `new Worker("data:text/javascript," + encodeURIComponent('${work("nested")}'));`;
+new Worker(URL.createObjectURL(new Blob([nested + work("blob")], {type: "text/javascript"})));
+new Worker("data:text/javascript," + encodeURIComponent(work("data")));
+new SharedWorker("data:text/javascript," + encodeURIComponent(work("shared")));
+</script>"""
+
+
+@needs_chromium
+def test_requests_of_blob_and_data_workers_are_reported(tmp_path):
+    assert offline_problems(tmp_path, {"workers.html": WORKERS}) == loads(
+        "workers.html", "blob-fetch", "blob-import.js", "data-fetch", "data-import.js",
+        "nested-fetch", "nested-import.js", "shared-fetch", "shared-import.js")
+
+
+@needs_chromium
+def test_a_slow_meta_refresh_is_reported_as_such(tmp_path):
+    found = offline_problems(tmp_path, {
+        "book/slow.html": '<meta http-equiv="refresh" content="60; url=other.html"><p>slow</p>',
+        "book/other.html": "<p>other</p>",
+        "away.html": '<meta http-equiv="refresh" content="60;url=EXT/away"><p>away</p>'},
+        page_timeout=5)
+    assert found == ["away.html: redirects by meta refresh after 60 s to EXT/away",
+                     "book/slow.html: redirects by meta refresh after 60 s to book/other.html"]
+
+
+@needs_chromium
+def test_a_redirect_into_static_that_loads_from_another_host_is_reported(tmp_path):
+    found = offline_problems(tmp_path, {
+        "book/moved.html": '<meta http-equiv="refresh" content="0; url=../_static/moved.html">',
+        "_static/moved.html": '<p>moved</p><script src="EXT/static.js"></script>',
+        # a redirect to a page that is checked on its own: its requests are reported there
+        "index.html": '<meta http-equiv="refresh" content="0; url=book/page.html">',
+        "book/page.html": '<p>page</p><img src="EXT/page.png">'})
+    assert found == ["book/moved.html: redirects to _static/moved.html, which loads "
+                     "EXT/static.js from outside the site (the book must render offline)",
+                     *loads("book/page.html", "page.png")]
+
+
+# Images that only a screen of two device pixels per CSS pixel, or a phone, asks for.
+SCREENS = """<p>images</p><img srcset="img.png 1x, EXT/srcset-2x.png 2x">
+<picture><source media="(max-width: 700px)" srcset="EXT/phone.png"><img src="img.png"></picture>
+<picture><source media="(min-width: 701px)" srcset="img.png 1x, EXT/wide-2x.png 2x">
+<img src="img.png"></picture>"""
+
+
+@needs_chromium
+def test_images_for_a_2x_screen_or_a_phone_are_reported(tmp_path):
+    assert offline_problems(tmp_path, {"screens.html": SCREENS}) == loads(
+        "screens.html", "phone.png", "srcset-2x.png", "wide-2x.png")
+
+
+# A lazy image below the fold, one more that appears once the reader reaches the end (an
+# endless page), and a request two seconds after load.
+LATER = """<p>top</p><div style="height: 5000px"></div><img loading="lazy" src="EXT/lazy.png">
+<div id="feed"></div><script>
+setTimeout(() => fetch("EXT/late.json"), 2000);
+addEventListener("scroll", () => {
+  if (!document.getElementById("more") && scrollY + innerHeight > document.body.scrollHeight - 9)
+    feed.innerHTML = '<div id="more" style="height: 5000px"></div>'
+      + '<img loading="lazy" src="EXT/more.png">';
+});</script>"""
+
+
+@needs_chromium
+def test_a_lazy_image_below_the_fold_and_a_late_request_are_reported(tmp_path):
+    assert offline_problems(tmp_path, {"later.html": LATER}) == loads(
+        "later.html", "late.json", "lazy.png", "more.png")

@@ -6,20 +6,34 @@ Every HTML page is opened in one headless Chromium driven through its DevTools p
 pipe (`--remote-debugging-pipe`), with every host but the local files unreachable (no host
 name resolves, every connection goes to a proxy port where nothing listens, WebRTC sends no
 UDP). A page counts as loaded once its main frame's network has gone idle with no redirect
-pending; then its fonts and MathJax are waited for. For each page the check records
+pending (a meta refresh later than `REFRESH_FOLLOWED` s is not waited for); then its fonts and
+MathJax are waited for. Then the page is opened a second time, in a tab of its own whose clock
+runs as fast as the page can go (DevTools' virtual time), to see what other readers' browsers
+ask for: on a phone's screen (400 px wide, 2 device pixels per CSS pixel) and, resized in
+place, in windows 800 and 1300 px wide at 2 device pixels per CSS pixel and 1300 px at 1
+(`SCREENS`: `srcset` 2x images, `<source media=...>`), scrolled to its end on each until it
+grows no more and asks for nothing more (lazy images, an endless page), with `LATE` s of the
+page's clock run after load (a request a few seconds after load). For each page the check
+records
 
 - every request the page makes (`Network.requestWillBeSent`, `Network.webSocketCreated`):
   scripts, stylesheets, CSS `@import`, fonts, `url()` in a style, images of any kind
   (`srcset`, `poster`, SVG `<image>`, `<input type=image>`), frames, objects, `fetch()`,
-  XMLHttpRequest, WebSockets, from markup and scripts alike;
+  XMLHttpRequest, WebSockets, from markup and scripts alike, and from the page's workers
+  (`fetch()` and `importScripts()` of a dedicated or shared worker made from a `blob:` or
+  `data:` URL: the browser attaches to every worker and frame the page starts, before it
+  runs);
 - the page's final address once it has loaded (after any meta refresh or script redirect);
 - the rendered DOM,
 
 and reports, one line each:
 
 - a request that leaves the site folder: anything but a `file:` URL inside the site and
-  `data:`, `blob:` or `about:` (the book must render offline; no other host is reached);
+  `data:`, `blob:` or `about:` (the book must render offline; no other host is reached),
+  also one of a file the page redirects to that is no page checked on its own (`_static/`);
 - a final address outside the site folder, or a redirect to a page that does not exist;
+- a meta refresh later than `REFRESH_FOLLOWED` s (the page is checked as one the reader reads,
+  and leaves): `page redirects by meta refresh after 60 s to URL`; a sooner one is a redirect;
 - a page that does not finish loading within `PAGE_TIMEOUT` s (a script that never ends,
   say), after which the check goes on with the next page;
 - in the rendered page: an internal link or image that resolves to no file of the site (or
@@ -52,6 +66,7 @@ import time
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
@@ -70,6 +85,12 @@ OFFLINE_FLAGS = ["--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.
 LOCAL_SCHEMES = ("data", "blob", "about")  # URLs that fetch nothing from outside the page
 STARTUP = 60  # s that Chromium may take to start
 PAGE_TIMEOUT = 30  # s that one page may take to load, or to be photographed
+REFRESH_FOLLOWED = 5  # s: a sooner meta refresh is a redirect; a later one, a page that leaves
+# The second look at every page: a phone's screen, then (the page resized in place) a narrow and
+# a wide window on a screen of 2 device pixels per CSS pixel, and a wide one of 1.
+SCREENS = ((400, 2), (800, 2), (1300, 2), (1300, 1))  # (width px, device pixels per CSS px)
+LATE = 10  # s of the page's own clock after which it is no longer watched for requests
+SCROLLS = 5  # times a page is scrolled to its end at most, for each screen
 WIDTHS = (1300, 800)  # window widths of the screenshots, px
 MAX_HEIGHT = 40000  # px; a longer page is cut there (the claims ledger at 800 px: about 34,000)
 RAW_TEX = ("\\(", "\\[", "$$")
@@ -169,6 +190,19 @@ def site_path(url: str, site: Path) -> Path | None:
     return path if path == root or root in path.parents else None
 
 
+def is_page(path: Path, site: Path) -> bool:
+    """Whether the check opens `path` (inside `site`) as a page of its own: an HTML file
+    outside the site's top folders `_*` and `.*` (`_static/`, `_sources/`)."""
+    return (path.suffix == ".html" and path.is_file()
+            and not path.relative_to(site).parts[0].startswith(("_", ".")))
+
+
+def shown(url: str, site: Path) -> str:
+    """`url` as a report names it: a file of the site by its path inside the site folder."""
+    path = site_path(url, site)
+    return url if path is None else path.relative_to(site.resolve()).as_posix()
+
+
 def leaves_site(url: str, site: Path) -> bool:
     """Whether fetching `url` reaches outside the site folder (data:, blob: and about: URLs
     are made in the page itself)."""
@@ -181,29 +215,50 @@ class Visit:
 
     frame: str  # id of the tab's main frame
     requests: list[str] = field(default_factory=list)  # URLs the page asked for, in order
+    # URLs asked for by each later document of the main frame (the page redirected), by address
+    redirected_requests: dict[str, list[str]] = field(default_factory=dict)
     address: str = ""  # main frame's address (a failed navigation: the one it failed to reach)
     document: str = ""  # loader id of the main frame's current document
     idle: str = ""  # loader id of the last main-frame document whose network went idle
     loading: bool = False  # the main frame is loading a document
     redirect_pending: bool = False  # a meta refresh or a script's navigation is scheduled
     redirected: bool = False  # the main frame holds another document than the page
+    refresh: tuple[float, str] | None = None  # a later meta refresh than REFRESH_FOLLOWED: s, URL
+
+    @property
+    def asked(self) -> int:
+        """How many requests have been recorded."""
+        return len(self.requests) + sum(map(len, self.redirected_requests.values()))
+
+    def add(self, other: Visit) -> None:
+        """Count the requests of `other`, a second look at the same page, as this one's."""
+        self.requests += other.requests
+        for address, urls in other.redirected_requests.items():
+            self.redirected_requests.setdefault(address, []).extend(urls)
 
     def record(self, event: dict) -> None:
         """Keep what `event` says about the page's requests or its main frame. The main
-        frame's navigations are left out of `requests`: they are judged by where the page ends
-        up; so are the requests of the page it redirected to, which is checked on its own."""
+        frame's navigations are left out: they are judged by where the page ends up; so is
+        what comes before the page's document (the previous page's last requests)."""
         method, params = event["method"], event.get("params", {})
         main = self.frame in (params.get("frameId"), params.get("frame", {}).get("id"))
         if method in ("Network.requestWillBeSent", "Network.webSocketCreated"):
             navigation = main and params.get("type") == "Document"
-            if not (navigation or self.redirected):
-                self.requests.append(params.get("request", params)["url"])
+            url = params.get("request", params)["url"]
+            if self.redirected and not navigation:
+                self.redirected_requests.setdefault(self.address, []).append(url)
+            elif self.document and not navigation:
+                self.requests.append(url)
         elif main and method == "Page.frameNavigated":
             self.redirected = bool(self.document)  # a second document in the main frame
             self.address = params["frame"].get("unreachableUrl") or params["frame"]["url"]
             self.document = params["frame"]["loaderId"]
         elif main and method in ("Page.frameStartedLoading", "Page.frameStoppedLoading"):
             self.loading = method == "Page.frameStartedLoading"
+        elif main and method == "Page.frameScheduledNavigation" \
+                and params["reason"] == "metaTagRefresh" and params["delay"] > REFRESH_FOLLOWED:
+            if not self.redirected:  # a refresh of the page it redirected to: reported there
+                self.refresh = params["delay"], params["url"]  # the reader reads the page first
         elif main and method in ("Page.frameScheduledNavigation",
                                  "Page.frameClearedScheduledNavigation"):
             self.redirect_pending = method == "Page.frameScheduledNavigation"
@@ -219,11 +274,22 @@ class Visit:
 
 
 def check_visit(page: Path, visit: Visit, site: Path) -> list[str]:
-    """Problems of what opening `page` did: requests that left the site folder, and a final
+    """Problems of what opening `page` did: requests that left the site folder (those of a
+    page it redirected to as well, unless that page is checked on its own), and a final
     address outside it or missing."""
     where = page.relative_to(site)
     problems = [f"{where}: loads {url} from outside the site (the book must render offline)"
                 for url in dict.fromkeys(visit.requests) if leaves_site(url, site)]
+    for address, urls in visit.redirected_requests.items():
+        target = site_path(address, site)
+        if target is None or not is_page(target, site.resolve()):  # _static/x.html, say
+            problems += [f"{where}: redirects to {shown(address, site)}, which loads {url} "
+                         f"from outside the site (the book must render offline)"
+                         for url in dict.fromkeys(urls) if leaves_site(url, site)]
+    if visit.refresh:
+        delay, url = visit.refresh
+        problems.append(f"{where}: redirects by meta refresh after {delay:g} s to "
+                        f"{shown(url, site)}")
     target = site_path(visit.address, site)
     if target is None:
         problems.append(f"{where}: ends up at {visit.address}, outside the site")
@@ -238,6 +304,13 @@ def screenshot_name(page: Path, site: Path, width: int) -> Path:
     book/chapters/05_trained_models.html -> book/chapters/05_trained_models-1300.png."""
     relative = page.relative_to(site)
     return relative.with_name(f"{relative.stem}-{width}.png")
+
+
+class Tab(NamedTuple):
+    """One tab of the browser: the session that drives it, its main frame."""
+
+    session: str
+    frame: str
 
 
 class Unresponsive(RuntimeError):
@@ -280,17 +353,55 @@ class DevTools:
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for fd in high:
             os.close(fd)
-        self._buffer, self._last, self.visit, self.width = b"", 0, None, WIDTHS[0]
-        target = self.call("Target.createTarget", url="about:blank")["targetId"]
-        self.session = self.call("Target.attachToTarget", targetId=target,
-                                 flatten=True)["sessionId"]
+        self._buffer, self._last, self.width = b"", 0, WIDTHS[0]
+        self._tab_of: dict[str, str] = {}  # session -> session of the tab it belongs to
+        self._tab_in: dict[str, str] = {}  # browser context -> session of its tab
+        self.visits: dict[str, Visit] = {}  # tab's session -> what its current page does
+        self._clock_stopped = False  # a probe's page has run the time it was given
+        tab = self._new_tab()  # the tab that renders and photographs
+        self.session, self.frame = tab.session, tab.frame
+        # The probe's tab, in a browser context of its own: a page's clock is its renderer
+        # process's, and no page of the other tab may share a process with a stopped clock.
+        self.probe_tab = self._new_tab(self.call("Target.createBrowserContext")["browserContextId"])
+        # A shared worker belongs to no page but to a browser context: the browser attaches
+        # to it, and its requests count as those of the one tab in that context.
+        self.call("Target.setAutoAttach", **self.AUTO_ATTACH,
+                  filter=[{"type": "shared_worker"}, {"exclude": True}])
+
+    def _new_tab(self, context: str | None = None) -> Tab:
+        """Open a blank tab in a window of its own (a tab behind another renders no frame),
+        in browser context `context` (None: the default one). Every worker and out-of-process
+        frame it starts is attached to (see `_attach`)."""
+        target = self.call("Target.createTarget", url="about:blank", newWindow=True,
+                           **({"browserContextId": context} if context else {}))["targetId"]
+        session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        self._tab_of[session] = session
+        info = self.call("Target.getTargetInfo", targetId=target)["targetInfo"]
+        self._tab_in[info["browserContextId"]] = session
         for method in ("Page.enable", "Network.enable"):
-            self.call(method, self.session)
-        self.call("Page.setLifecycleEventsEnabled", self.session, enabled=True)
-        self.frame = self.call("Page.getFrameTree", self.session)["frameTree"]["frame"]["id"]
+            self.call(method, session)
+        self.call("Page.setLifecycleEventsEnabled", session, enabled=True)
+        self.call("Target.setAutoAttach", session, **self.AUTO_ATTACH)
+        frame = self.call("Page.getFrameTree", session)["frameTree"]["frame"]["id"]
+        return Tab(session, frame)
+
+    # A worker (blob: and data: ones too) or a frame of another process gets a session of its
+    # own, and its requests are told only there: it waits before running its first line until
+    # its network is watched.
+    AUTO_ATTACH = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
+
+    def _attach(self, tab: str | None, child: str) -> None:
+        """Watch the network of `child`, a session just auto-attached for the tab whose
+        session is `tab` (and of what it starts in turn), then let it run. The replies are not
+        waited for: this runs while another command waits for its own."""
+        self._tab_of[child] = tab
+        self._send("Network.enable", child)
+        self._send("Target.setAutoAttach", child, **self.AUTO_ATTACH)
+        self._send("Runtime.runIfWaitingForDebugger", child)
 
     def _message(self) -> dict:
-        """The next message from the browser; an event is recorded in `visit` on the way."""
+        """The next message from the browser; an event is recorded on the way in the visit of
+        the tab it comes from (see `visits`)."""
         while b"\0" not in self._buffer:
             left = self.deadline - time.monotonic()
             if left <= 0 or not select.select([self._from_browser], [], [], left)[0]:
@@ -301,20 +412,36 @@ class DevTools:
             self._buffer += chunk
         raw, self._buffer = self._buffer.split(b"\0", 1)
         message = json.loads(raw)
-        if "method" in message and self.visit:
-            self.visit.record(message)
+        session, method = message.get("sessionId"), message.get("method")
+        if method == "Target.attachedToTarget":
+            child, target = message["params"]["sessionId"], message["params"]["targetInfo"]
+            if session:  # a worker or frame of a tab
+                self._attach(self._tab_of.get(session), child)
+            elif target["type"] == "shared_worker":  # not a tab this class opened
+                self._attach(self._tab_in.get(target.get("browserContextId")), child)
+        elif method == "Target.detachedFromTarget":
+            self._tab_of.pop(message["params"]["sessionId"], None)
+        elif method == "Emulation.virtualTimeBudgetExpired":
+            self._clock_stopped = True
+        elif method and self._tab_of.get(session) in self.visits:
+            self.visits[self._tab_of[session]].record(message)
         return message
 
-    def call(self, method: str, session: str | None = None, **params) -> dict:
-        """Send one command and return its result."""
+    def _send(self, method: str, session: str | None = None, **params) -> int:
+        """Send one command; return its id."""
         self._last += 1
         message = {"id": self._last, "method": method, "params": params}
         if session:
             message["sessionId"] = session
         os.write(self._to_browser, json.dumps(message).encode() + b"\0")
+        return self._last
+
+    def call(self, method: str, session: str | None = None, **params) -> dict:
+        """Send one command and return its result."""
+        sent = self._send(method, session, **params)
         while True:
             reply = self._message()
-            if reply.get("id") == self._last:
+            if reply.get("id") == sent:
                 if "error" in reply:
                     raise RuntimeError(f"chromium: {method}: {reply['error']}")
                 return reply["result"]
@@ -323,10 +450,10 @@ class DevTools:
         self.call("Emulation.setDeviceMetricsOverride", self.session, width=self.width,
                   height=height, deviceScaleFactor=1, mobile=False)
 
-    def _evaluate(self, expression: str):
-        result = self.call("Runtime.evaluate", self.session, expression=expression,
+    def _evaluate(self, expression: str, session: str | None = None):
+        result = self.call("Runtime.evaluate", session or self.session, expression=expression,
                            awaitPromise=True, returnByValue=True)
-        return result["result"]["value"]
+        return result["result"].get("value")
 
     def open(self, page: Path, width: int) -> Visit:
         """Load `page` in a window `width` px wide, until it has loaded (see Visit.loaded);
@@ -334,11 +461,67 @@ class DevTools:
         self.deadline = time.monotonic() + self.timeout
         self.width = width
         self._viewport(900)
-        self.visit = Visit(self.frame)
+        visit = self.visits[self.session] = Visit(self.frame)
         self.call("Page.navigate", self.session, url=page.resolve().as_uri())
-        while not self.visit.loaded:
+        while not visit.loaded:
             self._message()
-        return self.visit
+        return visit
+
+    # Scrolls to the end, lets two frames render (lazy images start loading then), and
+    # resolves to the page's height.
+    TO_THE_END = """new Promise(done => {
+      scrollTo(0, document.documentElement.scrollHeight);
+      requestAnimationFrame(() => requestAnimationFrame(() =>
+        done(document.documentElement.scrollHeight)));
+    })"""
+
+    def _run_clock(self, tab: Tab, seconds: float) -> None:
+        """Let the page in `tab` run `seconds` of its own clock, then stop it: its timers
+        fire without being waited for in real time, and the clock stands still while a
+        request is pending."""
+        self._clock_stopped = False
+        self.call("Emulation.setVirtualTimePolicy", tab.session,
+                  policy="pauseIfNetworkFetchesPending", budget=seconds * 1000)
+        while not self._clock_stopped:
+            self._message()
+
+    def _scroll_to_end(self, tab: Tab, visit: Visit) -> None:
+        """Scroll the page in `tab` to its end until it grows no more and asks for nothing
+        more (an endless page: SCROLLS times)."""
+        height = self._height(tab, "document.documentElement.scrollHeight")
+        for _ in range(SCROLLS):
+            asked = visit.asked
+            grown = height != (height := self._height(tab, self.TO_THE_END))
+            self._run_clock(tab, 0.5)
+            if not grown and visit.asked == asked:
+                return
+
+    def _height(self, tab: Tab, expression: str) -> int | None:
+        """What `expression` gives in `tab` (a page's height); None if the page was left
+        meanwhile (a redirect)."""
+        try:
+            return self._evaluate(expression, tab.session)
+        except RuntimeError:
+            return None
+
+    def probe(self, page: Path) -> Visit:
+        """Look at `page` again as readers with other screens would, in a tab of its own
+        whose clock runs as fast as the page can go: open it on the first of SCREENS and give
+        it LATE s, then scroll it to its end on each screen in turn (resizing it in place);
+        return what it requested."""
+        self.deadline = time.monotonic() + self.timeout
+        tab = self.probe_tab
+        visit = self.visits[tab.session] = Visit(tab.frame)
+        for n, (width, scale) in enumerate(SCREENS):
+            # mobile=False: a phone's width even where a page says nothing of its viewport
+            self.call("Emulation.setDeviceMetricsOverride", tab.session, width=width,
+                      height=900, deviceScaleFactor=scale, mobile=False)
+            if n == 0:
+                self.call("Emulation.setVirtualTimePolicy", tab.session, policy="pause")
+                self.call("Page.navigate", tab.session, url=page.resolve().as_uri())
+                self._run_clock(tab, LATE)
+            self._scroll_to_end(tab, visit)
+        return visit
 
     def rendered(self) -> str:
         """The open page's DOM once its fonts are ready and MathJax has typeset."""
@@ -379,10 +562,12 @@ def check_in_browser(tools: DevTools, page: Path, site: Path, ids_cache: dict,
     photograph it into `screenshots` at every width of WIDTHS. The counts are None for a
     page that redirects (its target is checked as a page of its own)."""
     visit = tools.open(page, WIDTHS[0])
-    if site_path(visit.address, site) != page.resolve():
-        return check_visit(page, visit, site), None, []
-    html = tools.rendered()
+    redirects = site_path(visit.address, site) != page.resolve()
+    html = None if redirects else tools.rendered()
+    visit.add(tools.probe(page))
     problems = check_visit(page, visit, site)  # after rendering: MathJax may fetch fonts
+    if redirects:
+        return problems, None, []
     page_problems, counts = check_page(page, html, site, ids_cache)
     shots = []
     for width in WIDTHS if screenshots else ():
@@ -405,8 +590,7 @@ def check_site(site: Path, screenshots: Path | None = None, browser: str | None 
                          "(apt-get install chromium)")
     if not site.is_dir():
         raise SystemExit(f"no site at {site}: build the book first (make book)")
-    pages = sorted(p for p in site.rglob("*.html")
-                   if not p.relative_to(site).parts[0].startswith(("_", ".")))
+    pages = sorted(p for p in site.rglob("*.html") if is_page(p, site))
     if not pages:
         raise SystemExit(f"{site} holds no HTML page: the build is empty or incomplete")
     problems, ids_cache = [], {}
