@@ -126,6 +126,23 @@ def path_boxes() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+RESIDUAL_GROUPS = {"with skip connections": {"full model": "-", "without LayerNorm": "--"},
+                   "without": {"without skip": "-", "attention only": "--"}}
+
+
+def narrow_summary() -> pd.DataFrame:
+    """Residuals between about 0.6 and 1 (trained models with skip connections) and some
+    falling to the floor (without)."""
+    rows = []
+    for (t, v, name) in itertools.product(TITLES, VARIANTS, NORMS):
+        skip = v in RESIDUAL_GROUPS["with skip connections"]
+        mean = (np.log10(0.95 - 0.04 * LAYERS) if skip
+                else np.maximum(-0.3 - 2 * LAYERS, np.log10(FLOOR)))
+        rows += [dict(task=t, variant=v, normalization=name, layer=layer, mean=m, std=0.02)
+                 for layer, m in zip(LAYERS, mean)]
+    return pd.DataFrame(rows)
+
+
 def depth_bound_table() -> pd.DataFrame:
     rows = []
     for s, name in itertools.product((0.1, 0.3), NORMS):
@@ -200,7 +217,7 @@ def figures():
         "depth_bound_figure": lambda: plots.depth_bound_figure(depth_bound_table()),
         "regime_figure": lambda: plots.regime_figure(regime),
         "gap_figure": lambda: plots.gap_figure(pd.Series([1e-4, 1e-3, 1e-2], index=[0.01, 0.1, 1])),
-        "boxes_by": lambda: plots.boxes_by(path_boxes(), "setting", "depth", figsize=(15, 3.6),
+        "boxes_by": lambda: plots.boxes_by(path_boxes(), "setting", "depth",
                                            ylabel="rank-1 residual", floor=FLOOR),
         "ratio_figure": lambda: plots.ratio_figure(comparison(
             [f"{kind}, logit scale {s}" for kind in ("pure", "skip + LN", "independent")
@@ -212,13 +229,15 @@ def figures():
             [comparison(["trained with softmax", "trained with Sinkhorn"], "layer", range(1, 7),
                         task=t) for t in TITLES]), TITLES, x="layer", xlabel="layer"),
         "learning_curves": lambda: plots.learning_curves(learning, TITLES),
-        "variant_panels": lambda: plots.variant_panels(
-            summary(variant=VARIANTS, normalization=NORMS), VARIANTS, TITLES["text"],
-            floor=FLOOR),
         "task_panels": lambda: plots.task_panels(
-            summary(task=list(TITLES), variant=VARIANTS[:2], normalization=NORMS), TITLES,
-            "relative residual", {"full model": "-", "without skip": "--"}, floor=FLOOR,
-            rows=True),
+            summary(task=list(TITLES), variant=VARIANTS[:1], normalization=NORMS), TITLES,
+            "relative residual", {"full model": "-"}, floor=FLOOR),
+        "task_panels_groups": lambda: plots.task_panels(
+            summary(task=list(TITLES), variant=VARIANTS, normalization=NORMS), TITLES,
+            "relative residual", floor=FLOOR, groups=RESIDUAL_GROUPS),
+        "task_panels_narrow": lambda: plots.task_panels(
+            narrow_summary(), TITLES, "relative residual", floor=FLOOR,
+            groups=RESIDUAL_GROUPS),
         "trained_attention_figure": lambda: plots.trained_attention_figure(attention, TITLES),
         "iterations_figure": lambda: plots.iterations_figure(sweep, TITLES),
         "lipschitz_figure": lambda: plots.lipschitz_figure(*lipschitz_tables(), TITLES),
@@ -231,6 +250,21 @@ def figures():
 @pytest.mark.parametrize("kind", list(figures()))
 def test_figure_is_readable(kind):
     assert unreadable(figures()[kind]()) == []
+
+
+@pytest.mark.parametrize("kind", list(figures()))
+def test_figure_fits_the_page(kind):
+    """The book shows figures at most about 750 px wide: a wider figure is scaled down and
+    its labels with it, so no figure is wider than `plots.WIDTH` inches."""
+    assert figures()[kind]().get_size_inches()[0] <= plots.WIDTH + 1e-9
+
+
+def test_narrow_residuals_get_a_linear_axis_shared_down_each_column():
+    fig = plots.task_panels(narrow_summary(), TITLES, "r", floor=FLOOR, groups=RESIDUAL_GROUPS)
+    left, right = fig.axes[0::2], fig.axes[1::2]
+    assert {ax.get_yscale() for ax in left} == {"linear"}
+    assert {ax.get_yscale() for ax in right} == {"log"}
+    assert len({ax.get_ylim() for ax in left}) == 1 and len({ax.get_ylim() for ax in right}) == 1
 
 
 def test_checks_catch_short_handles_one_tick_and_crowded_labels():
@@ -280,8 +314,9 @@ def test_floor_line_where_values_reach_the_floor():
     far = path_boxes().query("depth < 5")
     assert not any(has_floor_line(ax) for ax in plots.boxes_by(far, "setting", "depth",
                                                                floor=FLOOR).axes)
-    panels = plots.variant_panels(summary(variant=VARIANTS, normalization=NORMS), VARIANTS,
-                                  "text", floor=FLOOR)
+    panels = plots.task_panels(summary(task=list(TITLES), variant=VARIANTS,
+                                       normalization=NORMS), TITLES, "r", floor=FLOOR,
+                               groups=RESIDUAL_GROUPS)
     assert all(has_floor_line(ax) for ax in panels.axes)
     bands = plots.residual_bands(summary(logit_std=(1, 2)), "logit_std", floor=FLOOR)
     assert has_floor_line(bands.axes[0])

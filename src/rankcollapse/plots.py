@@ -11,6 +11,7 @@ import re
 import textwrap
 
 import matplotlib.pyplot as plt
+from matplotlib.lines import Line2D
 import numpy as np
 from matplotlib.ticker import (FixedLocator, FuncFormatter, LogFormatterSciNotation, LogLocator,
                                MaxNLocator, NullFormatter, NullLocator)
@@ -25,6 +26,9 @@ NORMALIZATION_COLORS = {"softmax": "#1f77b4", "sinkhorn": "#d62728"}
 OTHER_COLORS = ["#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
                 "#17becf"]
 LINESTYLES = ["-", "--", "-.", ":"]
+# The book shows a figure at most about 750 px wide: a figure this many inches wide keeps
+# 10-point tick labels about 13 px high there. Wider figures shrink every label with them.
+WIDTH = 8.0
 
 def use_style() -> None:
     """Seaborn whitegrid, readable sizes, no LaTeX (nothing to install)."""
@@ -33,6 +37,43 @@ def use_style() -> None:
                          "legend.fontsize": "small", "figure.constrained_layout.use": True,
                          # long enough to show a dash-dot pattern: line styles tell curves apart
                          "legend.handlelength": 3.5})
+
+
+def panel_grid(n: int, ncols: int = 2, height: float = 3.0, **shared):
+    """`n` panels in rows of at most `ncols`, `WIDTH` inches wide and `height` inches a row:
+    the figure, its `n` axes in reading order and the cells left over (turned off: room for
+    a legend off the data). `shared`: `sharex`/`sharey` as for `plt.subplots`."""
+    ncols = min(ncols, n)
+    nrows = -(-n // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(WIDTH, height * nrows), squeeze=False,
+                             **shared)
+    cells = list(axes.flat)
+    for spare in cells[n:]:
+        spare.axis("off")
+        spare.tick_params(labelbottom=False, labelleft=False)
+    return fig, cells[:n], cells[n:]
+
+
+def legend_off_data(fig, handles, labels, spare: list, ncol: int = 2, **kw) -> None:
+    """One legend for the whole figure, where it hides no curve: in a spare cell of the grid
+    when there is one, else below the panels."""
+    if spare:
+        spare[0].legend(handles, labels, loc="center", ncol=1, **kw)
+    else:
+        fig.legend(handles, labels, loc="outside lower center", ncol=ncol, **kw)
+
+
+def linear_if_narrow(ax, low: float, high: float, margin: float = 0.05, most: int = 8) -> bool:
+    """A linear y-axis from `low` to `high` (with a small margin) where they are less than a
+    decade apart (a log axis would show one or two labels), else a log axis with
+    `log_ticks`; True where linear."""
+    if low > 0 and high / low < 10:
+        pad = margin * (high - low)
+        ax.set(yscale="linear", ylim=(low - pad, high + pad))
+        return True
+    ax.set(yscale="log", ylim=(low / 1.5, high * 1.5))
+    log_ticks(ax, most=most)
+    return False
 
 
 def colors(keys) -> dict:
@@ -50,11 +91,12 @@ def wrap_title(text: str, width: float) -> str:
     return textwrap.fill(text, max(12, int(7.5 * width)))
 
 
-def log_ticks(ax, which: str = "y") -> None:
+def log_ticks(ax, which: str = "y", most: int = 8) -> None:
     """Regular, readable labels on a log axis, chosen from its present limits (call it last):
     up to three decades plain numbers (0.8, 0.9, 1 nearly evenly spaced in a range of less
     than a factor 3, then 1, 2, 3, 5, 7 or 1, 2, 5 a decade, then decades), always at least
-    two; wider, powers of ten every 1, 2, 5, 10, 20, 50... decades, at most eight labels."""
+    two; wider, powers of ten every 1, 2, 5, 10, 20, 50... decades, at most `most` labels
+    (fewer for short panels)."""
     axis = getattr(ax, f"{which}axis")
     low, high = sorted(getattr(ax, f"get_{which}lim")())
     ratio = high / low
@@ -65,7 +107,7 @@ def log_ticks(ax, which: str = "y") -> None:
         axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     else:
         decades = np.log10(ratio)
-        step = next(s for s in (b * 10**k for k in range(4) for b in (1, 2, 5)) if decades / s <= 8)
+        step = next(s for s in (b * 10**k for k in range(4) for b in (1, 2, 5)) if decades / s <= most)
         first = np.ceil(np.log10(low) / step) * step
         locator = FixedLocator(10.0 ** np.arange(first, np.log10(high) + 1e-9, step))
         axis.set_major_formatter(LogFormatterSciNotation())
@@ -162,7 +204,7 @@ def rank_and_entropy(residuals: pd.DataFrame, entropy: pd.DataFrame, log_n: floa
                      hue: str = "label"):
     """Left: residual bands; right: mean row entropy with a one-standard-deviation band and a
     dotted line at log n (uniform rows)."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.6))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(WIDTH, 3.6))
     residual_bands(residuals, hue, ax=left, title="Rank")
     palette = colors(residuals[hue])
     for key, e in entropy.groupby(hue, sort=False):
@@ -179,7 +221,7 @@ def rank_and_entropy(residuals: pd.DataFrame, entropy: pd.DataFrame, log_n: floa
 def convergence_figure(curves: pd.DataFrame, n_iter: int = 50):
     """Marginal errors against half-steps (left) and full iterations (right, row error),
     one line per logit scale; dashed lines at `n_iter` full iterations."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(WIDTH, 3.6), sharey=True)
     palette = colors(curves["scale"])
     for s, c in curves.groupby("scale"):
         left.plot(c["half_steps"], np.maximum(c["row_error"], c["column_error"]),
@@ -282,7 +324,7 @@ def depth_bound_figure(stacks: pd.DataFrame):
 def regime_figure(sweep: pd.DataFrame):
     """Left: measured / first-order formula; right: bound / measured; both against the
     centred logit norm, normalizations in their colours, one marker per logit scale."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), sharex=True)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(WIDTH, 3.6), sharex=True)
     markers = dict(zip(sorted(sweep["logit_std"].unique()), "os^v"))
     for (name, s), g in sweep.groupby(["normalization", "logit_std"]):
         kw = dict(color=NORMALIZATION_COLORS[name], marker=markers[s], linestyle="none",
@@ -312,31 +354,40 @@ def gap_figure(gap: pd.Series):
 
 def ratio_plot(ax, adv: pd.DataFrame, order: list[str] | None = None, x: str = "depth",
                xlabel: str = "path depth $k$",
-               ylabel: str = "residual ratio, Sinkhorn / softmax") -> None:
+               ylabel: str = "residual ratio, Sinkhorn / softmax", legend: bool = True) -> None:
     """Ratio Sinkhorn / softmax with its interval band against `x`, one line per setting
-    (`adv` as `stats.compare_table` returns); grey band: the parity margin."""
+    (`adv` as `stats.compare_table` returns); grey band: the parity margin. Settings that
+    are not normalizations also differ in line style (bands overlap near 1)."""
     order = [s for s in (order or dict.fromkeys(adv["setting"]))
              if adv.loc[adv["setting"] == s, "ratio"].notna().any()]  # no curve, no legend entry
     palette = colors(order)
-    for label in order:
+    named = set(palette.values()) <= set(NORMALIZATION_COLORS.values())
+    for i, label in enumerate(order):
         a = adv[adv["setting"] == label]
         ax.plot(a[x], a["ratio"], marker="o", markersize=3, label=display(label),
-                color=palette[label])
+                color=palette[label], linestyle="-" if named else LINESTYLES[i % 4])
         ax.fill_between(a[x], a["low"], a["high"], color=palette[label], alpha=0.2)
     ax.axhline(1, color="grey", linewidth=0.8)
     ax.axhspan(1 / (1 + MARGIN), 1 + MARGIN, color="grey", alpha=0.12, linewidth=0)
     ax.set(yscale="log", xlabel=xlabel, ylabel=ylabel)
     log_ticks(ax)
-    ax.legend(fontsize="small")
+    if legend:
+        ax.legend(fontsize="small")
 
 
 def ratio_panels(adv: pd.DataFrame, titles: dict[str, str], panel: str = "task", **options):
-    """`ratio_plot` in one panel per value of `panel` (`titles`: value -> panel title), each
-    on its own y-axis."""
-    fig, axes = plt.subplots(1, len(titles), figsize=(4.4 * len(titles), 3.4), squeeze=False)
-    for ax, (key, title) in zip(axes[0], titles.items()):
-        ratio_plot(ax, adv[adv[panel] == key], **options)
-        ax.set_title(wrap_title(title, 4.4))
+    """`ratio_plot` in one panel per value of `panel` (`titles`: value -> panel title), two
+    panels a row on one shared y-axis (the same ratio throughout), one legend off the data."""
+    fig, axes, spare = panel_grid(len(titles), height=3.1, sharey=True)
+    for ax, (key, title) in zip(axes, titles.items()):
+        ratio_plot(ax, adv[adv[panel] == key], legend=False, **options)
+        ax.set_title(wrap_title(title, WIDTH / 2))
+    for ax in axes:
+        if ax.get_subplotspec().colspan.start:
+            ax.set_ylabel("")
+    log_ticks(axes[0])  # the shared axis's limits are final only now
+    handles = {t: h for ax in axes for h, t in zip(*ax.get_legend_handles_labels())}
+    legend_off_data(fig, list(handles.values()), list(handles), spare, ncol=4)
     return fig
 
 
@@ -354,31 +405,36 @@ def sweep_figure(adv: pd.DataFrame, panel: str = "depth", x: str = "logit_std",
     """`ratio_plot` against `x` (log axis), one line per value of `line`, one panel per value
     of `panel`, shared y."""
     panels = list(dict.fromkeys(adv[panel]))
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), sharey=True,
-                             squeeze=False)
-    for ax, key in zip(axes[0], panels):
+    fig, axes, spare = panel_grid(len(panels), height=3.1, sharey=True)
+    for ax, key in zip(axes, panels):
         part = adv[adv[panel] == key]
         ratio_plot(ax, part.assign(setting=part[line].map(line_label.format)), x=x,
-                   xlabel=xlabel)
-        ax.set(xscale="log", title=wrap_title(panel_title.format(key), 4.2))
+                   xlabel=xlabel, legend=False)
+        ax.set(xscale="log", title=wrap_title(panel_title.format(key), WIDTH / 2))
         ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xticks(sorted(part[x].unique()), [f"{v:g}" for v in sorted(part[x].unique())])
-    for ax in axes[0][1:]:
-        ax.set_ylabel("")
+        if ax.get_subplotspec().colspan.start:
+            ax.set_ylabel("")
+    log_ticks(axes[0])
+    legend_off_data(fig, *axes[0].get_legend_handles_labels(), spare, ncol=4)
     return fig
 
 
 def boxes_by(table: pd.DataFrame, panel: str, x: str, y: str = "residual", order=None,
-             ylabel: str = "", xlabel: str = "path depth $k$", figsize=(11, 3.8),
-             floor: float | None = None):
-    """`paired_boxes` on a log axis, one panel per value of `panel`, shared y; the rounding
-    `floor` dotted (and in the first legend) where the boxes come within a decade of it."""
+             ylabel: str = "", xlabel: str = "path depth $k$", floor: float | None = None):
+    """`paired_boxes` on a log axis, one panel per value of `panel`, two a row, shared y;
+    the rounding `floor` dotted (and in the first legend) where the boxes come within a
+    decade of it."""
     order = order or list(dict.fromkeys(table[panel]))
-    fig, axes = plt.subplots(1, len(order), figsize=figsize, sharey=True, squeeze=False)
-    width = figsize[0] / len(order)  # inches per panel
+    fig, cells, _ = panel_grid(len(order), height=3.2, sharey=True)
+    axes = [cells]  # one list of panels, as below
+    width = WIDTH / min(2, len(order))  # inches per panel
     for ax, label in zip(axes[0], order):
         paired_boxes(table[table[panel] == label], x, y, ax=ax, log=True,
-                     title=wrap_title(label, width), xlabel=xlabel, ylabel=ylabel)
+                     title=wrap_title(label, width), xlabel=xlabel,
+                     ylabel="" if ax.get_subplotspec().colspan.start else ylabel)
+        if ax is not axes[0][0] and ax.get_legend() is not None:
+            ax.get_legend().remove()  # one legend, in the first panel
         labels = ax.get_xticklabels()  # at most about 2.5 an inch: 1, 3, 5 or 1, 6, 11
         step = next(s for s in (1, 2, 5, 10, 20, 50) if len(labels) / s <= 2.5 * width)
         for i, text in enumerate(labels):
@@ -392,49 +448,73 @@ def boxes_by(table: pd.DataFrame, panel: str, x: str, y: str = "residual", order
     return fig
 
 
-def variant_panels(summary: pd.DataFrame, variants, title: str, floor: float | None = None):
-    """One panel per inference variant, softmax and Sinkhorn residual bands in each; each
-    panel has its own y-axis (the variants differ by many decades); the rounding `floor`
-    dotted where a panel comes near it."""
-    fig, axes = plt.subplots(1, len(variants), figsize=(13, 3.4))
-    for ax, variant in zip(axes, variants):
-        for name, part in summary[summary["variant"] == variant].groupby("normalization"):
-            band_from_summary(ax, part, color=NORMALIZATION_COLORS[name], label=display(name))
-        floor_line(ax, floor)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set(title=wrap_title(variant, 13 / len(variants)), xlabel="layer (0 = embeddings)")
-    axes[0].set_ylabel("relative residual $r(X_l)$")
-    for ax in axes:  # the first panel, and every panel with the floor drawn
-        if ax is axes[0] or "rounding floor" in [line.get_label() for line in ax.get_lines()]:
-            ax.legend(fontsize="x-small")
-    fig.suptitle(title)
-    return fig
+def _band_range(part: pd.DataFrame) -> tuple[float, float]:
+    """The smallest and largest value a `band_from_summary` of `part` draws (10**(mean -+
+    std))."""
+    std = part["std"].fillna(0)
+    return 10 ** float((part["mean"] - std).min()), 10 ** float((part["mean"] + std).max())
 
 
 def task_panels(summary: pd.DataFrame, titles: dict[str, str], ylabel: str,
                 styles: dict[str, str] | None = None, floor: float | None = None,
-                xlabel: str = "layer (0 = embeddings)", rows: bool = False):
-    """One panel per task (`titles`: task -> title), softmax and Sinkhorn bands in each,
-    one line style per inference variant (`styles`: variant -> style; all variants in the
-    summary when None); each panel on its own y-axis, the rounding `floor` dotted where a
-    panel comes near it. With `rows`, one row of panels per variant (variants that differ
-    by many decades then do not share an axis)."""
-    variants = styles or {v: LINESTYLES[i % 4] for i, v in enumerate(dict.fromkeys(summary["variant"]))}
-    groups = [{v: s} for v, s in variants.items()] if rows else [variants]
-    fig, axes = plt.subplots(len(groups), len(titles), figsize=(4.4 * len(titles), 3.4 * len(groups)),
-                             squeeze=False)
-    for row, shown in zip(axes, groups):
-        for ax, (task, title) in zip(row, titles.items()):
-            part = summary[(summary["task"] == task) & summary["variant"].isin(shown)]
-            for (variant, name), g in part.groupby(["variant", "normalization"], sort=False):
-                band_from_summary(ax, g, color=NORMALIZATION_COLORS[name],
-                                  linestyle=shown[variant], label=f"{display(name)}, {variant}")
-            floor_line(ax, floor)
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-            ax.set(title=wrap_title(title, 4.4), xlabel=xlabel)
-            ax.legend(fontsize="x-small") if ax is row[0] else None
-        row[0].set_ylabel(ylabel)
+                xlabel: str = "layer (0 = embeddings)",
+                groups: dict[str, dict[str, str]] | None = None):
+    """Softmax and Sinkhorn bands (geometric mean, one standard deviation) per task
+    (`titles`: task -> title), one line style per inference variant.
+
+    With `styles` (variant -> style; all variants of the summary when None): one panel per
+    task, two a row, all on one y-axis. With `groups` (column title -> styles): one row per
+    task and one column per group of variants, each column on its own y-axis (groups that
+    differ by many decades do not squash each other). An axis spanning less than a decade
+    is linear; the rounding `floor` is dotted where a log panel comes near it."""
+    if groups is None:
+        groups = {"": styles or {v: LINESTYLES[i % 4]
+                                 for i, v in enumerate(dict.fromkeys(summary["variant"]))}}
+    if len(groups) == 1:
+        shown = next(iter(groups.values()))
+        fig, axes, spare = panel_grid(len(titles), height=3.0, sharey=True)
+        cells = [(ax, task, shown) for ax, task in zip(axes, titles)]
+        columns = [axes]
+    else:
+        fig, grid = plt.subplots(len(titles), len(groups), figsize=(WIDTH, 2.5 * len(titles)),
+                                 sharey="col", sharex=True, squeeze=False)
+        cells = [(ax, task, shown) for row, task in zip(grid, titles)
+                 for ax, shown in zip(row, groups.values())]
+        columns, spare = [list(grid[:, j]) for j in range(len(groups))], []
+    for ax, task, shown in cells:
+        part = summary[(summary["task"] == task) & summary["variant"].isin(shown)]
+        for (variant, name), g in part.groupby(["variant", "normalization"], sort=False):
+            band_from_summary(ax, g, color=NORMALIZATION_COLORS[name],
+                              linestyle=shown[variant], label=f"{display(name)}, {variant}")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set(xlabel=xlabel if ax.get_subplotspec().is_last_row() else "",
+               ylabel=ylabel if ax.get_subplotspec().is_first_col() else "")
+        width = WIDTH / (len(groups) if len(groups) > 1 else min(2, len(titles)))
+        ax.set_title(wrap_title(titles[task], width), fontsize="small")
+    for column, shown in zip(columns, groups.values()):
+        present = summary[summary["task"].isin(list(titles)) & summary["variant"].isin(shown)]
+        if not linear_if_narrow(column[0], *_band_range(present.dropna(subset=["mean"])),
+                                most=4 if len(groups) > 1 else 6):
+            for ax in column:
+                floor_line(ax, floor)
+    if len(groups) > 1:
+        for ax, title in zip(columns, groups):
+            ax[0].set_title(f"{title}\n{ax[0].get_title()}", fontsize="small")
+    # colours name the normalizations, line styles the variants: one entry each
+    handles = {display(n): Line2D([], [], color=c) for n, c in NORMALIZATION_COLORS.items()}
+    handles |= {v: Line2D([], [], color="grey", linestyle=style)
+                for shown in groups.values() for v, style in shown.items()
+                if v in set(summary["variant"])}
+    if any(has_floor(ax) for ax, _, _ in cells):
+        handles["rounding floor"] = Line2D([], [], color="grey", linestyle=":", linewidth=1)
+    legend_off_data(fig, list(handles.values()), list(handles), spare, ncol=3,
+                    fontsize="small")
     return fig
+
+
+def has_floor(ax) -> bool:
+    """Whether `floor_line` drew the rounding floor in `ax`."""
+    return any(line.get_label() == "rounding floor" for line in ax.get_lines())
 
 
 def trained_attention_figure(stats: pd.DataFrame, titles: dict[str, str]):
@@ -442,7 +522,7 @@ def trained_attention_figure(stats: pd.DataFrame, titles: dict[str, str]):
     Sinkhorn models' row error after exactly 50 iterations, median and largest over inputs
     (middle), and the mean row entropy (right); normalizations in their colours, one line
     style per task."""
-    fig, (scale, error, entropy) = plt.subplots(1, 3, figsize=(13, 3.6))
+    fig, (scale, error, entropy), spare = panel_grid(3, height=3.2)
     styles = {t: LINESTYLES[i % 4] for i, t in enumerate(titles)}
     for (task, name), g in stats.groupby(["task", "normalization"], sort=False):
         per_layer = g.groupby("layer")
@@ -463,8 +543,7 @@ def trained_attention_figure(stats: pd.DataFrame, titles: dict[str, str]):
     scale.set(ylabel="logit standard deviation", title="Logit scale")
     error.set(yscale="log", ylabel="max |row sum − 1|", title="Sinkhorn after 50 iterations")
     entropy.set(ylabel="mean row entropy (nats)", title="Row entropy")
-    fig.legend(*scale.get_legend_handles_labels(), loc="outside lower center", ncol=3,
-               fontsize="x-small")  # below the panels: no curve hidden
+    legend_off_data(fig, *scale.get_legend_handles_labels(), spare, fontsize="small")
     return fig  # the error panel's markers (circles median, triangles largest): the caption
 
 
@@ -474,10 +553,10 @@ def learning_curves(curves: pd.DataFrame, titles: dict[str, str]):
     has columns task, normalization, seed, epoch, heldout_loss, heldout_accuracy and, for
     the dashed lines, chance and baseline (a value per task)."""
     tasks = [t for t in titles if t in set(curves["task"])]
-    fig, axes = plt.subplots(2, len(tasks), figsize=(3.6 * len(tasks), 5.4), squeeze=False,
-                             sharex="col")
-    for col, task in enumerate(tasks):
-        loss, accuracy = axes[0, col], axes[1, col]
+    fig, axes = plt.subplots(len(tasks), 2, figsize=(WIDTH, 2.2 * len(tasks)), squeeze=False,
+                             sharex="row")
+    for col, task in enumerate(tasks):  # a row per task: loss left, accuracy right
+        loss, accuracy = axes[col]
         g = curves[curves["task"] == task]
         for (name, _), run in g.groupby(["normalization", "seed"], sort=False):
             style = dict(color=NORMALIZATION_COLORS[name], linewidth=1, alpha=0.7)
@@ -486,14 +565,16 @@ def learning_curves(curves: pd.DataFrame, titles: dict[str, str]):
         for key, style in (("chance", ":"), ("baseline", "--")):
             accuracy.axhline(g[key].iloc[0], color=OTHER_COLORS[5], linestyle=style,
                              linewidth=1, label=LINE_LABELS[key] if col == 0 else None)
-        loss.set(yscale="log", title=wrap_title(titles[task], 3.6),
-                 ylabel="held-out loss (nats)" if col == 0 else None)
-        accuracy.set(xlabel="epoch", ylim=(0, 1.02),
-                     ylabel="held-out accuracy" if col == 0 else None)
-        accuracy.xaxis.set_major_locator(MaxNLocator(integer=True))
+        loss.set(yscale="log", ylabel="loss (nats)")
+        log_ticks(loss)
+        accuracy.set(ylim=(0, 1.02), ylabel="accuracy")
+        loss.set_title(wrap_title(titles[task], WIDTH), fontsize="small", loc="left")
+        for ax in (loss, accuracy):
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.set_xlabel("epoch" if col == len(tasks) - 1 else "")
     for name in NORMALIZATION_COLORS:
-        axes[1, 0].plot([], [], color=NORMALIZATION_COLORS[name], label=display(name))
-    fig.legend(*axes[1, 0].get_legend_handles_labels(), loc="outside lower center", ncol=4,
+        axes[0, 1].plot([], [], color=NORMALIZATION_COLORS[name], label=display(name))
+    fig.legend(*axes[0, 1].get_legend_handles_labels(), loc="outside lower center", ncol=4,
                fontsize="small")
     return fig
 
@@ -506,7 +587,7 @@ def iterations_figure(sweep: pd.DataFrame, titles: dict[str, str]):
     error and time of a forward pass against the number of iterations (log axis; 0.5 is one
     half-step, i.e. softmax), mean over seeds, one colour per task (these are all Sinkhorn
     models: the colours name tasks, not normalizations)."""
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    fig, axes, spare = panel_grid(3, height=3.2)
     palette = colors(list(titles))
     for task, g in sweep.groupby("task", sort=False):
         mean = g.groupby("iterations")[["accuracy", "row_error", "ms"]].mean()
@@ -521,7 +602,7 @@ def iterations_figure(sweep: pd.DataFrame, titles: dict[str, str]):
         ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
         ax.xaxis.set_minor_formatter(NullFormatter())
     axes[1].set_yscale("log")
-    axes[0].legend(fontsize="x-small")
+    legend_off_data(fig, *axes[0].get_legend_handles_labels(), spare, fontsize="small")
     return fig
 
 
@@ -530,7 +611,7 @@ def lipschitz_figure(random: pd.DataFrame, trained: pd.DataFrame, titles: dict[s
     the logit scale, median over weight draws with a quartile band, one line style per n.
     Right: trained layers against the layer, median over inputs and seeds, one line style
     per task."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
+    fig, (left, right) = plt.subplots(2, 1, figsize=(WIDTH, 6.4))
     for i, (n, g) in enumerate(random.groupby("n")):
         for name, h in g.groupby("normalization", sort=False):
             q = h.groupby("logit_std")["lipschitz"].quantile([0.25, 0.5, 0.75]).unstack()
@@ -554,5 +635,5 @@ def lipschitz_figure(random: pd.DataFrame, trained: pd.DataFrame, titles: dict[s
     right.set_xticks(sorted(trained["layer"].unique()))
     for ax in (left, right):
         log_ticks(ax)  # short ranges: plain numbers, at least two of them
-        ax.legend(fontsize="xx-small", loc="upper left", bbox_to_anchor=(1.01, 1))
+        ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1))
     return fig
