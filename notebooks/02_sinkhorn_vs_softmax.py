@@ -161,8 +161,8 @@ fig.axes[0].axhline(np.log(n), color="grey", linestyle=":")
 chapter.show(fig, "fig-entropy", entropies)
 
 # %% [markdown]
-# Compared over the independent draws at each logit scale (the book's verdict rule, stated in
-# the summary box below): {glue:md}`ch2_entropy_verdict` At $\sigma = 3$ the mean difference
+# Compared over the independent draws at each logit scale (the book's
+# {ref}`verdict rules <verdict-rules>`): {glue:md}`ch2_entropy_verdict` At $\sigma = 3$ the mean difference
 # is {glue:text}`ch2_entropy_gain_3:.2f` nats (Sinkhorn minus softmax). This is the entropy
 # regularization the paper refers to.
 #
@@ -186,6 +186,7 @@ reach = sv.layers_to(stack_summary, COLLAPSED)
 # %% tags=["remove-cell"]
 chapter.glue({"ch2_draws_w": settings.weight_draws, "ch2_inputs": settings.n_samples,
               "ch2_collapsed": COLLAPSED, **{f"ch2_{k}": v for k, v in sv.reach_gaps(reach).items()}})
+chapter.glue_text({"ch2_reach": sv.reach_sentence(reach)})
 
 # %% mystnb={"figure": {"caption": "Relative residual (composite norm, log scale) against depth in pure self-attention with random weights, softmax (blue) and Sinkhorn (red, 50 iterations), for four logit scales (line styles). Same weights and inputs for both; lines: geometric mean over inputs and weight draws; bands: one standard deviation of $\\log_{10} r$; values at the float64 rounding floor enter at the floor (censored), and a layer mostly at the floor is not drawn.", "name": "fig-pure-both"}}
 fig = plots.residual_bands(stack_summary, "normalization", "{}, logit scale {:g}",
@@ -201,11 +202,8 @@ chapter.show(fig, "fig-pure-both", stack_summary)
 names.readable(reach)
 
 # %% [markdown]
-# The two normalizations reach it at most {glue:text}`ch2_max_gap` layers apart at any
-# scale; Sinkhorn reaches it later at {glue:text}`ch2_sinkhorn_later` of the
-# {glue:text}`ch2_scales` scales and softmax at {glue:text}`ch2_softmax_later` (a description
-# of the geometric means, not a test; see the figure
-# for where the curves part). Every configuration that reaches {glue:text}`ch2_collapsed:g` does so by layer
+# {glue:md}`ch2_reach` (A description of the geometric means, not a test; see the figure
+# for where the curves part.) Every configuration that reaches {glue:text}`ch2_collapsed:g` does so by layer
 # {glue:text}`ch2_latest`; configurations that never reach it: {glue:text}`ch2_never` (a
 # layer mostly at the rounding floor counts as reached). The paper's theorem says Sinkhorn decays doubly
 # exponentially, like softmax, and chapter 3's first-order analysis explains why: for small logits the two

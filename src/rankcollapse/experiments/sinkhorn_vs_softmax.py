@@ -94,6 +94,22 @@ def reach_gaps(reach: pd.DataFrame) -> dict[str, int]:
             "never": int(reach.isna().to_numpy().sum())}
 
 
+def counted(k: int, noun: str) -> str:
+    """'no scales', '1 scale', '3 scales' (`noun` singular, plural by an s)."""
+    return f"{'no' if k == 0 else k} {noun}{'' if k == 1 else 's'}"
+
+
+def reach_sentence(reach: pd.DataFrame) -> str:
+    """What `reach_gaps` says, in words with their plurals: how many layers apart the two
+    normalizations reach the threshold at most, and at how many logit scales each is later."""
+    g = reach_gaps(reach)
+    if g["max_gap"] == 0:
+        return f"The two normalizations reach it at the same layer at all {g['scales']} scales."
+    return (f"The two normalizations reach it at most {counted(g['max_gap'], 'layer')} apart; "
+            f"Sinkhorn reaches it later at {g['sinkhorn_later']} of the {g['scales']} scales and "
+            f"softmax at {g['softmax_later']}.")
+
+
 def entropy_comparison(entropies: pd.DataFrame) -> pd.DataFrame:
     """Row entropy, Sinkhorn / softmax, per logit scale over the independent draws of
     `entropy_table` (`stats.compare_table`, unit "draw", parity margin

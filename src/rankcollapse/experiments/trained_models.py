@@ -23,7 +23,7 @@ from ..models import Classifier, EncoderOutput, Switches
 from ..normalizations import NORMALIZATIONS, marginal_errors, sinkhorn
 from ..profiles import Profile, Task
 from ..registry import ACCURACY_MARGIN, ENTROPY_MARGIN, Claim, run
-from ..stats import WORDS, compare_table, describe, mostly_at_floor
+from ..stats import FOUND, WORDS, compare_table, describe, mostly_at_floor, ranges
 from ..verdicts import (ACCURACY_WORDS, LEARNED, SHARE, TOLERANCE, Result, comparative,
                         marginal_check, results_sentence)
 from ..baselines import linear_baseline
@@ -261,9 +261,28 @@ def chance_sentence(results: dict[str, dict[tuple[str, int], TrainResult]],
             f"{margin:g} of chance, and its attention is that of a classifier that barely works.")
 
 
-# The figures of the hidden-state residuals, one per task (the chapter's names).
-RESIDUAL_FIGURES = ("fig-trained-residual-text, fig-trained-residual-mnist, fig-trained-residual-cats, "
-                    "fig-trained-residual-retrieval")
+# The figures of the hidden-state residuals (the chapter's names): the ratio Sinkhorn /
+# softmax per layer, which the tests read, and the residuals themselves.
+RESIDUAL_FIGURES = "fig-trained-ratio, fig-trained-residual"
+
+# Inference variants in columns of the residual figure: with skip connections the residual
+# stays within a decade, without it falls by many.
+RESIDUAL_GROUPS = {"with skip connections": {"full model": "-", "without FFN": "--"},
+                   "without skip connections": {"without skip": "-",
+                                                "pure attention (no FFN, no skip)": "--"}}
+
+
+def where_table(comparisons: pd.DataFrame, x: str, by: list[str]) -> pd.DataFrame:
+    """Where each result of a `stats.compare_table` holds, as ranges of `x` ('1–3, 7'): one
+    row per group of `by`, one column per result found somewhere (description)."""
+    rows = []
+    for key, g in comparisons.groupby(by, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        rows.append({**dict(zip(by, key)),
+                     **{WORDS[f]: ranges(g.loc[g["verdict"] == f, x])
+                        for f in FOUND if (g["verdict"] == f).any()}})
+    table = pd.DataFrame(rows)
+    return table[by + [WORDS[f] for f in FOUND if WORDS[f] in table]].fillna("–")
 
 
 def claims_table(comparisons: pd.DataFrame) -> pd.DataFrame:
