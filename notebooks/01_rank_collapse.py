@@ -103,7 +103,7 @@ pure_summary = rc.log_summary(pure, ["logit_std", "layer"], floor=floor)
 chapter.glue({"ch1_n_samples": settings.n_samples, "ch1_draws": settings.weight_draws,
               "ch1_floor": floor})
 
-# %% mystnb={"figure": {"caption": "Relative residual $r(X_l)$ (composite norm, log scale) against depth in pure softmax self-attention with random weights, one line per logit scale. Lines: geometric mean over random inputs and weight draws; bands: one standard deviation of $\\log_{10} r$. The dotted line is the float64 rounding floor: values there enter the averages at the floor (censored), and a layer where most values are at the floor is not drawn.", "name": "fig-pure-collapse"}}
+# %% mystnb={"figure": {"caption": "Relative residual $r(X_l)$ (composite norm, log scale) against depth in pure softmax self-attention with random weights, one line per logit scale. Lines: geometric mean over random inputs and weight draws; bands: one standard deviation of $\\log_{10} r$. The dotted line is the float64 rounding floor: values there enter the averages at the floor (censored), and a layer where most values are at the floor is not drawn. Look at how steeply each curve falls: a steeper fall at a larger logit scale means a faster collapse.", "name": "fig-pure-collapse"}}
 fig = plots.residual_bands(pure_summary, "logit_std", "logit scale {:g}", floor=floor,
                            title="Pure softmax self-attention")
 chapter.show(fig, "fig-pure-collapse", pure_summary)
@@ -146,7 +146,7 @@ chapter.glue({"ch1_growth_min": growth.min(), "ch1_growth_max": growth.max(),
               "ch1_min_lost": rc.GROWTH_MIN_LOST, "ch1_min_lost_r": 10 ** -rc.GROWTH_MIN_LOST,
               "ch1_float_layers": rc.layers_above_floor(pure_summary, floor=floor)})
 
-# %% mystnb={"figure": {"caption": "Digits lost, $-\\log_{10} r(X_l)$, on a log axis against depth, pure softmax self-attention with random weights computed with high-precision arithmetic (digits in the text). Markers: mean over independent draws of tokens and weights; bars: smallest to largest draw. Straight lines mean doubly exponential collapse; the grey dashed line grows by a factor 3 per layer, the cubic law's rate.", "name": "fig-double-exp"}}
+# %% mystnb={"figure": {"caption": "Digits lost, $-\\log_{10} r(X_l)$, on a log axis against depth, pure softmax self-attention with random weights computed with high-precision arithmetic (digits in the text). Markers: mean over independent draws of tokens and weights; bars: smallest to largest draw. Straight lines mean doubly exponential collapse; the grey dashed line grows by a factor 3 per layer, the cubic law's rate. Where the markers follow a straight line parallel to the grey one, the digits lost triple per layer.", "name": "fig-double-exp"}}
 chapter.show(plots.digits_lost_figure(lost), "fig-double-exp", lost)
 
 # %% [markdown]
@@ -180,7 +180,7 @@ chapter.glue({"ch1_depth": settings.depth, "ch1_last_skip": last["+ skip"],
               "ch1_last_full": last["full block"]})
 chapter.glue_text({"ch1_parts": rc.parts_sentence(last)})
 
-# %% mystnb={"figure": {"caption": "Relative residual against depth (log scale) with the parts of a Transformer block switched on one at a time; random weights, logit scale 1, softmax. Lines: geometric mean over inputs and weight draws; bands: one standard deviation of $\\log_{10} r$; dotted: the float64 rounding floor (layers mostly at the floor are not drawn).", "name": "fig-block-parts"}}
+# %% mystnb={"figure": {"caption": "Relative residual against depth (log scale) with the parts of a Transformer block switched on one at a time; random weights, logit scale 1, softmax. Lines: geometric mean over inputs and weight draws; bands: one standard deviation of $\\log_{10} r$; dotted: the float64 rounding floor (layers mostly at the floor are not drawn). A curve that stays level keeps the tokens apart; one that falls towards the floor collapses.", "name": "fig-block-parts"}}
 fig = plots.residual_bands(parts_summary, "label", floor=floor,
                            title="Which parts stop the collapse")
 chapter.show(fig, "fig-block-parts", parts_summary)
@@ -240,7 +240,7 @@ chapter.glue_text({"ch1_contrast": rc.contrast_sentence(
     rc.final_entropies(entropy, settings.depth), rc.final_residuals(res_summary, settings.depth),
     np.log(settings.n_tokens))})
 
-# %% mystnb={"figure": {"caption": "Two different collapses. Left: relative residual (log scale). Right: mean row entropy of the attention in nats (dotted: $\\log n$, uniform rows). Bands: one standard deviation over inputs and weight draws (of $\\log_{10} r$ on the left, of the entropy on the right).", "name": "fig-rank-vs-entropy"}}
+# %% mystnb={"figure": {"caption": "Two different collapses. Left: relative residual (log scale). Right: mean row entropy of the attention in nats (dotted: $\\log n$, uniform rows). Bands: one standard deviation over inputs and weight draws (of $\\log_{10} r$ on the left, of the entropy on the right). Compare the two panels: curves that fall fast on the left should have low entropy on the right if sharp attention drives the collapse.", "name": "fig-rank-vs-entropy"}}
 fig = plots.rank_and_entropy(res_summary, entropy, np.log(settings.n_tokens))
 chapter.show(fig, "fig-rank-vs-entropy",
              pd.concat([res_summary.assign(quantity="log10 residual"),

@@ -87,7 +87,7 @@ n = settings.n_tokens
 scales = ENTROPY_SCALES
 curves = sv.convergence_curves(scales, settings.n_samples, n, 120, gen)
 
-# %% mystnb={"figure": {"caption": "Marginal errors of Sinkhorn's algorithm against the number of steps, for random logits of five scales ($n$ tokens as in the profile, mean over random draws; float32, so errors stop near $10^{-7}$). Left, half-steps (Sinkformers' convention): after a row step the row error is at rounding level and the column error is what remains, and vice versa. Right, full iterations (this book's convention): columns are exact after every iteration, the row error is plotted. Dashed: the paper's 50 iterations.", "name": "fig-convergence"}}
+# %% mystnb={"figure": {"caption": "Marginal errors of Sinkhorn's algorithm against the number of steps, for random logits of five scales ($n$ tokens as in the profile, mean over random draws; float32, so errors stop near $10^{-7}$). Left, half-steps (Sinkformers' convention): after a row step the row error is at rounding level and the column error is what remains, and vice versa. Right, full iterations (this book's convention): columns are exact after every iteration, the row error is plotted. Dashed: the paper's 50 iterations. A curve that crosses below the others sooner converges faster; curves still high at the dashed line are not converged after 50 iterations.", "name": "fig-convergence"}}
 chapter.show(plots.convergence_figure(curves, settings.n_iter), "fig-convergence", curves)
 
 # %% [markdown]
@@ -133,7 +133,7 @@ pair = {"softmax": softmax(small).numpy(), "Sinkhorn (50 iterations)": sinkhorn(
 chapter.glue({"ch2_colsum_min": pair["softmax"].sum(0).min(),
               "ch2_colsum_max": pair["softmax"].sum(0).max()})
 
-# %% mystnb={"figure": {"caption": "Softmax and Sinkhorn attention for the same random 12 × 12 logits (logit scale 1.5); rows are queries, columns keys. The bars above each map are the column sums: uneven for softmax, all one for Sinkhorn.", "name": "fig-heatmaps"}}
+# %% mystnb={"figure": {"caption": "Softmax and Sinkhorn attention for the same random 12 × 12 logits (logit scale 1.5); rows are queries, columns keys. The bars above each map are the column sums: uneven for softmax, all one for Sinkhorn. Look at the bars: Sinkhorn's are all at one, softmax's are not.", "name": "fig-heatmaps"}}
 weights = pd.concat([pd.DataFrame(p).stack().rename("weight").rename_axis(["query", "key"])
                      .reset_index().assign(normalization=k) for k, p in pair.items()])
 chapter.show(plots.heatmaps(pair), "fig-heatmaps", weights)
@@ -154,7 +154,7 @@ chapter.glue({"ch2_draws": draws,
               "ch2_entropy_gain_3": means.loc[3.0, "sinkhorn"] - means.loc[3.0, "softmax"]})
 chapter.glue_text({"ch2_entropy_verdict": sv.entropy_sentence(entropy)})
 
-# %% mystnb={"figure": {"caption": "Mean row entropy (nats) of softmax (blue) and Sinkhorn (red) attention for random logits of increasing scale; boxes show the distribution over independent random draws. Dotted: $\\log n$, the entropy of uniform rows.", "name": "fig-entropy"}}
+# %% mystnb={"figure": {"caption": "Mean row entropy (nats) of softmax (blue) and Sinkhorn (red) attention for random logits of increasing scale; boxes show the distribution over independent random draws. Dotted: $\\log n$, the entropy of uniform rows. Where the red boxes sit above the blue ones, Sinkhorn rows spread more evenly.", "name": "fig-entropy"}}
 fig = plots.paired_boxes(entropies, "scale", "entropy", xlabel="logit scale $\\sigma$",
                          ylabel="mean row entropy (nats)")
 fig.axes[0].axhline(np.log(n), color="grey", linestyle=":")
@@ -188,7 +188,7 @@ chapter.glue({"ch2_draws_w": settings.weight_draws, "ch2_inputs": settings.n_sam
               "ch2_collapsed": COLLAPSED, **{f"ch2_{k}": v for k, v in sv.reach_gaps(reach).items()}})
 chapter.glue_text({"ch2_reach": sv.reach_sentence(reach)})
 
-# %% mystnb={"figure": {"caption": "Relative residual (composite norm, log scale) against depth in pure self-attention with random weights, softmax (blue) and Sinkhorn (red, 50 iterations), for four logit scales (line styles). Same weights and inputs for both; lines: geometric mean over inputs and weight draws; bands: one standard deviation of $\\log_{10} r$; values at the float64 rounding floor enter at the floor (censored), and a layer mostly at the floor is not drawn.", "name": "fig-pure-both"}}
+# %% mystnb={"figure": {"caption": "Relative residual (composite norm, log scale) against depth in pure self-attention with random weights, softmax (blue) and Sinkhorn (red, 50 iterations), for four logit scales (line styles). Same weights and inputs for both; lines: geometric mean over inputs and weight draws; bands: one standard deviation of $\\log_{10} r$; values at the float64 rounding floor enter at the floor (censored), and a layer mostly at the floor is not drawn. Where the red and blue curves of one line style lie on top of each other, the two normalizations collapse alike.", "name": "fig-pure-both"}}
 fig = plots.residual_bands(stack_summary, "normalization", "{}, logit scale {:g}",
                            style="logit_std", figsize=(6.5, 4))
 chapter.show(fig, "fig-pure-both", stack_summary)
@@ -224,7 +224,7 @@ per_n = timing.pivot(index="n", columns="implementation", values="seconds")
 chapter.glue({"ch2_cost_ratio": per_n.loc[128, "sinkhorn"] / per_n.loc[128, "softmax"],
               "ch2_speedup": per_n.loc[128, "log-domain reference"] / per_n.loc[128, "sinkhorn"]})
 
-# %% mystnb={"figure": {"caption": "Time of one call on a batch of 64 float32 logit matrices of size $n \\times n$ (median of 5 interleaved runs, on the device named in this chapter's header box): softmax (blue), this library's Sinkhorn with 50 iterations (red) and the plain log-domain Sinkhorn loop (grey, dashed).", "name": "fig-cost"}}
+# %% mystnb={"figure": {"caption": "Time of one call on a batch of 64 float32 logit matrices of size $n \\times n$ (median of 5 interleaved runs, on the device named in this chapter's header box): softmax (blue), this library's Sinkhorn with 50 iterations (red) and the plain log-domain Sinkhorn loop (grey, dashed). The vertical gap between the red and blue lines is the cost of Sinkhorn's iterations at each size.", "name": "fig-cost"}}
 chapter.show(plots.cost_figure(per_n), "fig-cost", timing)
 
 # %% [markdown]

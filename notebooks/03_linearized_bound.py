@@ -79,7 +79,7 @@ slopes = lb.linearization_slopes(lin)
 chapter.glue({"ch3_slope_softmax": slopes["softmax"], "ch3_slope_sinkhorn": slopes["sinkhorn"],
               "ch3_lin_window": lb.LINEARIZATION_WINDOW, "ch3_cubic_window": lb.CUBIC_WINDOW})
 
-# %% mystnb={"figure": {"caption": "Frobenius error of the first-order expansions against the real operators for logits $\\varepsilon A$ ($A$ a random standard normal $n\\times n$ matrix, float64, Sinkhorn with 50 iterations), softmax blue and Sinkhorn red, log-log. The dashed line has slope 2.", "name": "fig-linearization"}}
+# %% mystnb={"figure": {"caption": "Frobenius error of the first-order expansions against the real operators for logits $\\varepsilon A$ ($A$ a random standard normal $n\\times n$ matrix, float64, Sinkhorn with 50 iterations), softmax blue and Sinkhorn red, log-log. The dashed line has slope 2. Markers parallel to the dashed line have an error of second order, as the expansion predicts.", "name": "fig-linearization"}}
 guide = pd.DataFrame({"x": eps, "y": lin["error"].min() * (eps / eps[0]) ** 2,
                       "label": "slope 2", "style": "--"})
 fig = plots.loglog_points(lin, "eps", "error", guide=guide, xlabel="logit scale $\\varepsilon$",
@@ -124,7 +124,7 @@ chapter.glue({"ch3_cubic_softmax": cubic["softmax"], "ch3_cubic_sinkhorn": cubic
               "ch3_c_meas_softmax": measured["softmax"],
               "ch3_looseness": head.constant(n) / measured["sinkhorn"]})
 
-# %% mystnb={"figure": {"caption": "One pure attention layer: spectral norm of the output residual against that of the input residual (inputs $\\mathbf 1 m^\\top + sZ$, one random head, float64), log-log. Dots: measured (softmax blue, Sinkhorn red); grey: the first-order formula $R W_{QK} R^\\top R W_V/(n\\sqrt{d_{qk}})$; dashed: the bound $c\\|R\\|_2^3$.", "name": "fig-cubic"}}
+# %% mystnb={"figure": {"caption": "One pure attention layer: spectral norm of the output residual against that of the input residual (inputs $\\mathbf 1 m^\\top + sZ$, one random head, float64), log-log. Dots: measured (softmax blue, Sinkhorn red); grey: the first-order formula $R W_{QK} R^\\top R W_V/(n\\sqrt{d_{qk}})$; dashed: the bound $c\\|R\\|_2^3$. Where the dots lie on the grey line, the first-order formula describes the layer; all dots below the dashed line means the bound holds.", "name": "fig-cubic"}}
 ref = layer[layer["normalization"] == "sinkhorn"]
 guide = pd.concat([pd.DataFrame({"x": ref["input_residual"], "y": ref[col], "label": label,
                                  "style": style}) for col, label, style in
@@ -184,7 +184,7 @@ chapter.glue({"ch3_depth": stack.depth, "ch3_small_n": small_n, "ch3_digits": st
               "ch3_float_deepest": lb.bound_check(stacks)[2]})
 chapter.glue_text({"ch3_bound_verdict": lb.bound_sentence(precise, floor_log10)})
 
-# %% mystnb={"figure": {"caption": "Pure attention stack of random heads, computed with high-precision arithmetic (digits in the text): measured spectral norm of the residual (softmax blue, hollow; Sinkhorn red) and the first-order $L$-layer bound (grey), log scale, one line style per starting residual size $s$.", "name": "fig-depth-bound"}}
+# %% mystnb={"figure": {"caption": "Pure attention stack of random heads, computed with high-precision arithmetic (digits in the text): measured spectral norm of the residual (softmax blue, hollow; Sinkhorn red) and the first-order $L$-layer bound (grey), log scale, one line style per starting residual size $s$. Where the coloured markers lie below the grey line of the same style, the bound holds at that layer.", "name": "fig-depth-bound"}}
 chapter.show(plots.depth_bound_figure(precise), "fig-depth-bound", precise)
 
 # %% [markdown]
@@ -216,7 +216,7 @@ chapter.glue({"ch3_regime_stds": ", ".join(f"{s:g}" for s in settings.regime_log
               "ch3_off_softmax": edges["softmax"][1], "ch3_off_sinkhorn": edges["sinkhorn"][1],
               "ch3_loose_min": sweep["looseness"].min(), "ch3_loose_max": sweep["looseness"].max()})
 
-# %% mystnb={"figure": {"caption": "Left: measured output residual divided by the first-order formula against the spectral norm of the centred logits, for three logit scales (markers) and many input residual sizes, softmax blue and Sinkhorn red; 1 means the formula is exact. Right: how loose the norm bound $c\\|R\\|^3$ is (bound / measured). Log axes.", "name": "fig-regime"}}
+# %% mystnb={"figure": {"caption": "Left: measured output residual divided by the first-order formula against the spectral norm of the centred logits, for three logit scales (markers) and many input residual sizes, softmax blue and Sinkhorn red; 1 means the formula is exact. Right: how loose the norm bound $c\\|R\\|^3$ is (bound / measured). Log axes. Points near 1 on the left mean the first-order formula is accurate there; the right shows how far above the measurement the bound sits.", "name": "fig-regime"}}
 chapter.show(plots.regime_figure(sweep), "fig-regime", sweep)
 
 # %% [markdown]
@@ -246,7 +246,7 @@ chapter.show(plots.regime_figure(sweep), "fig-regime", sweep)
 gap = lb.first_order_gap(layer)
 chapter.glue_text({"ch3_gap_verdict": lb.gap_sentence(gap)})
 
-# %% mystnb={"figure": {"caption": "Relative difference between the softmax and Sinkhorn output residual norms of one layer against the input residual size $s$ (same head and inputs as the cubic-law figure), log-log.", "name": "fig-first-order-equal"}}
+# %% mystnb={"figure": {"caption": "Relative difference between the softmax and Sinkhorn output residual norms of one layer against the input residual size $s$ (same head and inputs as the cubic-law figure), log-log. A slope of 1 or more means the two normalizations agree to first order and differ only at higher order.", "name": "fig-first-order-equal"}}
 chapter.show(plots.gap_figure(gap), "fig-first-order-equal", gap.reset_index())
 
 # %% [markdown]

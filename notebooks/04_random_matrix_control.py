@@ -112,11 +112,11 @@ sentences = rm.verdicts(advantage)
 # identity, for both normalizations, *after* normalization (the identity is not the
 # normalization of any finite logits).
 
-# %% mystnb={"figure": {"caption": "The paper's random-matrix control. Relative residual of path products against their best rank-1 approximation (composite norm, log scale) against path depth, softmax (blue) and Sinkhorn (red) built from the same i.i.d. $\\mathcal N(0,1)$ logits, same paths, all pools together. Left: all factors random. Right: half of the layers replaced by the identity. Boxes: quartiles over paths; whiskers 1.5 IQR.", "name": "fig-control-boxes"}}
+# %% mystnb={"figure": {"caption": "The paper's random-matrix control. Relative residual of path products against their best rank-1 approximation (composite norm, log scale) against path depth, softmax (blue) and Sinkhorn (red) built from the same i.i.d. $\\mathcal N(0,1)$ logits, same paths, all pools together. Left: all factors random. Right: half of the layers replaced by the identity. Boxes: quartiles over paths; whiskers 1.5 IQR. Where the red boxes sit above the blue ones at the same depth, Sinkhorn's products keep more rank.", "name": "fig-control-boxes"}}
 fig = plots.boxes_by(control, "setting", "depth", ylabel="rank-1 residual of the product")
 chapter.show(fig, "fig-control-boxes", control)
 
-# %% mystnb={"figure": {"caption": "Ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth: geometric mean over independent pools with its Student t interval over pools (simultaneous 95% over the depths of each setting), for the control with independent logits and its half-identity variant. Above the line at 1 Sinkhorn keeps more rank; the grey band is the parity margin.", "name": "fig-control-ratio"}}
+# %% mystnb={"figure": {"caption": "Ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth: geometric mean over independent pools with its Student t interval over pools (simultaneous 95% over the depths of each setting), for the control with independent logits and its half-identity variant. Above the line at 1 Sinkhorn keeps more rank; the grey band is the parity margin. Where a curve and its band lie above the grey band, Sinkhorn keeps more rank at that depth.", "name": "fig-control-ratio"}}
 chapter.show(plots.ratio_figure(advantage), "fig-control-ratio", advantage)
 
 # %%
@@ -170,7 +170,7 @@ chapter.glue({"ch4_sweep_sizes": ", ".join(map(str, settings.control_sizes)),
               "ch4_sweep_depths": ", ".join(map(str, rm.sweep_depths(layers)))})
 chapter.glue_text({"ch4_sweep_verdict": rm.sweep_sentence(sweep)})
 
-# %% mystnb={"figure": {"caption": "The control over logit scales (horizontal, log scale) and sizes $n$ (line colours): ratio Sinkhorn / softmax of the median rank-1 residual of path products, geometric mean over independent pools with its Student t interval over pools (simultaneous 95% over the depths of each size and scale), one panel per path depth. Above 1 Sinkhorn keeps more rank; the grey band is the parity margin.", "name": "fig-control-sweep"}}
+# %% mystnb={"figure": {"caption": "The control over logit scales (horizontal, log scale) and sizes $n$ (line colours): ratio Sinkhorn / softmax of the median rank-1 residual of path products, geometric mean over independent pools with its Student t interval over pools (simultaneous 95% over the depths of each size and scale), one panel per path depth. Above 1 Sinkhorn keeps more rank; the grey band is the parity margin. Follow a curve from left to right to see how Sinkhorn's advantage changes with the logit scale.", "name": "fig-control-sweep"}}
 chapter.show(plots.sweep_figure(sweep), "fig-control-sweep", sweep)
 
 # %% [markdown]
@@ -193,7 +193,7 @@ corr_adv = rm.correlated_test(layers, batch, heads, n, settings.rhos, n_iter=set
 # %% tags=["remove-cell"]
 chapter.glue_text({"ch4_corr_verdict": rm.correlated_sentence(corr_adv)})
 
-# %% mystnb={"figure": {"caption": "Test (a): ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth for random logits with correlation $\\rho$ between consecutive layers; geometric mean over independent pools with Student t intervals (simultaneous 95% over the depths of each ρ); grey band: the parity margin.", "name": "fig-correlated"}}
+# %% mystnb={"figure": {"caption": "Test (a): ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth for random logits with correlation $\\rho$ between consecutive layers; geometric mean over independent pools with Student t intervals (simultaneous 95% over the depths of each ρ); grey band: the parity margin. Where a curve and its band lie above the grey band, Sinkhorn keeps more rank at that depth; compare the curves to see whether correlation changes it.", "name": "fig-correlated"}}
 chapter.show(plots.ratio_figure(corr_adv), "fig-correlated", corr_adv)
 
 # %% [markdown]
@@ -220,7 +220,7 @@ chain_figure = chain.advantage
 chapter.glue_text({f"ch4_net{i}_verdict": v for i, v in enumerate(chain.verdicts.values())}
                   | {f"ch4_beyond_{s:g}": v for s, v in chain.beyond_verdicts.items()})
 
-# %% mystnb={"figure": {"caption": "Test (b): ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth, attention computed by random-weight networks (float64) with skip connections and LayerNorm, and without both (pure), at two logit scales, and for independent random matrices at the same two scales (the control); geometric mean over independent networks or pools with Student t intervals (simultaneous 95% over the depths of each curve); grey band: the parity margin. A network curve above its control's is what the chain adds. Depths where most networks' products are rank one to float64 precision for both normalizations give no interval and are not drawn: the pure networks, which collapse within a few layers, appear only where they give one.", "name": "fig-network-chains"}}
+# %% mystnb={"figure": {"caption": "Test (b): ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth, attention computed by random-weight networks (float64) with skip connections and LayerNorm, and without both (pure), at two logit scales, and for independent random matrices at the same two scales (the control); geometric mean over independent networks or pools with Student t intervals (simultaneous 95% over the depths of each curve); grey band: the parity margin. A network curve above its control's is what the chain adds. Depths where most networks' products are rank one to float64 precision for both normalizations give no interval and are not drawn: the pure networks, which collapse within a few layers, appear only where they give one. Where a curve and its band lie above the grey band, Sinkhorn keeps more rank at that depth.", "name": "fig-network-chains"}}
 chapter.show(plots.ratio_figure(chain_figure.dropna(subset=["low"]), chain.settings,
                                 figsize=(6.5, 3.8)),
              "fig-network-chains", chain_figure)
@@ -272,7 +272,7 @@ chapter.glue_text({f"ch4_hidden_{'ln' if ln else 'noln'}_{s:g}": describe(g, "la
 chapter.glue({"ch4_hidden_scales": ", ".join(f"{s:g}" for s in HIDDEN_SCALES),
               "ch4_hidden_inputs": settings.n_samples})
 
-# %% mystnb={"figure": {"caption": "Test (c): ratio Sinkhorn / softmax of the relative residual of the hidden states against the layer, random-weight networks with skip connections (no FFN), with pre-LayerNorm (left) and without (right), four logit scales (line colours); geometric mean over independent networks with its Student t interval (simultaneous 95% over the layers and scales of each panel); grey band: the parity margin. Above 1 Sinkhorn keeps more rank.", "name": "fig-hidden-test"}}
+# %% mystnb={"figure": {"caption": "Test (c): ratio Sinkhorn / softmax of the relative residual of the hidden states against the layer, random-weight networks with skip connections (no FFN), with pre-LayerNorm (left) and without (right), four logit scales (line colours); geometric mean over independent networks with its Student t interval (simultaneous 95% over the layers and scales of each panel); grey band: the parity margin. Above 1 Sinkhorn keeps more rank. Where a curve and its band lie above the grey band, Sinkhorn keeps more rank at that layer.", "name": "fig-hidden-test"}}
 chapter.show(plots.ratio_panels(hidden, {t: t for t in rm.HIDDEN_TASKS.values()},
                                 x="layer", xlabel="layer $l$"), "fig-hidden-test", hidden)
 

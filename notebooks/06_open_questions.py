@@ -32,8 +32,8 @@
 # ```{admonition} Beyond the paper
 # :class: note
 # Everything in this chapter is the book's own experiment: the paper reports none of it.
-# Each question gets a verdict from the same rule as the paper's claims, but the verdict
-# says what was found ("Sinkhorn higher", "supported", ...), not whether a claim held.
+# Each question gets a verdict from the same {ref}`rules <verdict-rules>` as the paper's
+# claims, but the verdict says what was found ("Sinkhorn higher", "supported", ...), not whether a claim held.
 # ```
 
 # %% tags=["parameters"]
@@ -116,7 +116,7 @@ chapter.glue({"ch6_seeds": len(settings.scratch_seeds),
 # deepest layer drawn is {glue:text}`ch6_deepest`. A model can still classify from the
 # first token's state, which the classifier's own LayerNorm rescales.
 
-# %% mystnb={"figure": {"caption": "Relative residual of the hidden states against depth (log scale) in pure self-attention, with the blocks' LayerNorm (left) and without (right): models trained that way (solid) and complete models with the same parts switched off only at inference (dashed), softmax blue and Sinkhorn red. Geometric means over the test inputs of all seeds and one standard deviation of $\\log_{10} r$ (the verdicts compare the seeds' medians instead); dotted, where a panel comes near it: the float64 rounding floor (a layer mostly at the floor is not drawn).", "name": "fig-scratch-residual"}}
+# %% mystnb={"figure": {"caption": "Relative residual of the hidden states against depth (log scale) in pure self-attention, with the blocks' LayerNorm (left) and without (right): models trained that way (solid) and complete models with the same parts switched off only at inference (dashed), softmax blue and Sinkhorn red. Geometric means over the test inputs of all seeds and one standard deviation of $\\log_{10} r$ (the verdicts compare the seeds' medians instead); dotted, where a panel comes near it: the float64 rounding floor (a layer mostly at the floor is not drawn). Where the red curve lies above the blue one of the same style, Sinkhorn keeps more rank; the gap between solid and dashed curves is what training the pure network changes.", "name": "fig-scratch-residual"}}
 panel = scratch_residuals["task"].map(TITLES) + ", " + scratch_residuals["variant"]
 summary = log_summary(scratch_residuals.assign(task=panel, variant=scratch_residuals["training"]),
                       ["task", "variant", "normalization", "layer"], floor=FLOOR)
@@ -131,9 +131,7 @@ b1 = oq.scratch_claim(scratch_accuracy, scratch_residuals, contrast, chance, TIT
 chapter.glue_text({"ch6_b1": f"**{b1.verdict.capitalize()}.** {b1.finding}"})
 
 # %% [markdown]
-# {glue:md}`ch6_b1`
-#
-# The registered test of B1 is one number per task and variant: each seed's mean log ratio
+# B1's answer is in the summary box at the end of the chapter. The registered test of B1 is one number per task and variant: each seed's mean log ratio
 # Sinkhorn / softmax over the layers of the models trained pure (values at the rounding
 # floor censored). The comparison of the two trainings, layer by layer, is description: it
 # treats the models trained pure and the complete models as two independent groups of seeds
@@ -158,7 +156,7 @@ mech = oq.mechanism(models, tests, settings.n_eval, settings.n_paths, seed)
 mech_cmp = oq.mechanism_comparisons(mech)
 image_tasks = {t: TITLES[t] for t in tasks if tests[t].mask is None}
 
-# %% mystnb={"figure": {"caption": "Ratio Sinkhorn / softmax of the median rank-1 residual of attention path products against path depth, complete trained models, with every factor from one input and with the correlation across layers broken (inputs mixed, inputs shuffled); geometric mean over seeds with its Student t interval (simultaneous 95% over the depths of each curve); points without a band have most seeds tied at the rounding floor; grey band: the parity margin. Above 1 Sinkhorn keeps more rank.", "name": "fig-mechanism"}}
+# %% mystnb={"figure": {"caption": "Ratio Sinkhorn / softmax of the median rank-1 residual of attention path products against path depth, complete trained models, with every factor from one input and with the correlation across layers broken (inputs mixed, inputs shuffled); geometric mean over seeds with its Student t interval (simultaneous 95% over the depths of each curve); points without a band have most seeds tied at the rounding floor; grey band: the parity margin. Above 1 Sinkhorn keeps more rank. Compare the one-input curve with the mixed and shuffled ones: the hypothesis predicts that it lies higher.", "name": "fig-mechanism"}}
 fig = plots.ratio_panels(mech_cmp.assign(setting=mech_cmp["mode"]), image_tasks,
                          order=list(oq.MODES))
 chapter.show(fig, "fig-mechanism", mech_cmp)
@@ -201,7 +199,7 @@ swap_cmp = oq.swap_comparisons(swap_residuals)
 # Test accuracy (first {glue:text}`ch6_acc_inputs` test inputs, mean over seeds) of each
 # model (rows: the normalization it was trained with) run with each normalization.
 
-# %% mystnb={"figure": {"caption": "Ratio of the hidden-state residual with Sinkhorn at inference to that with softmax, the same trained weights, against the layer; weights trained with softmax and with Sinkhorn (line colours), one panel per task; geometric mean over seeds with its Student t interval (simultaneous 95% over the layers of each curve); grey band: the parity margin. Above 1 Sinkhorn at inference keeps more rank with the same weights.", "name": "fig-swapped"}}
+# %% mystnb={"figure": {"caption": "Ratio of the hidden-state residual with Sinkhorn at inference to that with softmax, the same trained weights, against the layer; weights trained with softmax and with Sinkhorn (line colours), one panel per task; geometric mean over seeds with its Student t interval (simultaneous 95% over the layers of each curve); grey band: the parity margin. Above 1 Sinkhorn at inference keeps more rank with the same weights. Where a curve lies inside the grey band, the normalization at inference makes no difference to the residual with those weights.", "name": "fig-swapped"}}
 fig = plots.ratio_panels(swap_cmp.assign(setting=swap_cmp["variant"].str.replace(
     "sinkhorn", "Sinkhorn")), TITLES, x="layer", xlabel="layer",
     ylabel="Sinkhorn / softmax at inference")
@@ -212,9 +210,7 @@ b3 = oq.swap_claim(swap_residuals, swap_accuracy, TITLES, settings)
 chapter.glue_text({"ch6_b3": f"**{b3.verdict.capitalize()}.** {b3.finding}"})
 
 # %% [markdown]
-# {glue:md}`ch6_b3`
-#
-# How to read parity here: where the trained logits are small (chapter 5 measures their
+# B3's answer is in the summary box. How to read parity here: where the trained logits are small (chapter 5 measures their
 # scale per layer), chapter 3's first-order analysis says that the two normalizations give
 # nearly the same attention, so the same weights give nearly the same residual and accuracy
 # with either. A large change of accuracy with a residual ratio near 1 says that the
@@ -239,7 +235,7 @@ sweep = oq.iteration_sweep(complete, tests, settings.n_eval, chapter.device)
                 "last-layer residual": "{:.3f}", "forward pass (ms)": "{:.1f}"})
  .format_index("{:g}", level=1))
 
-# %% mystnb={"figure": {"caption": "The Sinkhorn-trained models run with fewer Sinkhorn iterations at inference (horizontal, log scale; 0.5 is one half-step, i.e. softmax): test accuracy (left), the attention's departure from doubly stochastic, the larger of its row and column errors (middle, log scale; dotted: $10^{-6}$) and time of one forward pass (right), mean over seeds, one colour per task.", "name": "fig-iterations"}}
+# %% mystnb={"figure": {"caption": "The Sinkhorn-trained models run with fewer Sinkhorn iterations at inference (horizontal, log scale; 0.5 is one half-step, i.e. softmax): test accuracy (top left), the attention's departure from doubly stochastic, the larger of its row and column errors (top right, log scale; dotted: $10^{-6}$) and time of one forward pass (bottom left), mean over seeds, one colour per task. Read each curve from the right: the number of iterations where accuracy starts to fall is how few inference can use.", "name": "fig-iterations"}}
 chapter.show(plots.iterations_figure(sweep, TITLES), "fig-iterations", sweep)
 
 # %% tags=["remove-cell"]
@@ -248,11 +244,9 @@ chapter.glue({"ch6_n_eval": settings.n_eval})
 chapter.glue_text({"ch6_b4": f"**{b4.verdict.capitalize()}.** {b4.finding}"})
 
 # %% [markdown]
-# {glue:md}`ch6_b4`
-#
-# What this implies for cheaper inference: where fewer iterations already match the
+# B4's answer is in the summary box. What this implies for cheaper inference: where fewer iterations already match the
 # accuracy of 50, their time ratio above says what a forward pass with that many costs
-# against 50 with the weights as trained (a ratio above 1 means no saving); the middle
+# against 50 with the weights as trained (a ratio above 1 means no saving); the top-right
 # panel shows how far from doubly stochastic the attention then is. Because the
 # "50 iterations" of this implementation stop early once a matrix has converged (see the
 # appendix), fewer iterations need not be faster, and the times are this run's device's,
@@ -299,7 +293,7 @@ check = oq.power_iteration_check(settings.d_model, settings.n_heads, check_n, se
                                  settings.n_iter)
 check.rename(index=names.display).style.format("{:.4g}")
 
-# %% mystnb={"figure": {"caption": "Local Lipschitz constant of one attention layer (spectral norm of its Jacobian with respect to the tokens, log scale), softmax blue and Sinkhorn red. Left: random layers against the logit scale (log scale), one line style per n, median over weight draws with a quartile band. Right: trained layers of chapter 5's complete models against the layer, median over inputs and seeds, one line style per task.", "name": "fig-lipschitz"}}
+# %% mystnb={"figure": {"caption": "Local Lipschitz constant of one attention layer (spectral norm of its Jacobian with respect to the tokens, log scale), softmax blue and Sinkhorn red. Top: random layers against the logit scale (log scale), one line style per n, median over weight draws with a quartile band. Bottom: trained layers of chapter 5's complete models against the layer, median over inputs and seeds, one line style per task. Where a red curve lies below the blue one of the same style, the Sinkhorn layer is locally less sensitive to its input.", "name": "fig-lipschitz"}}
 chapter.show(plots.lipschitz_figure(random_lip, trained_lip, TITLES), "fig-lipschitz",
              random_lip)
 
@@ -310,12 +304,9 @@ chapter.glue({"ch6_d": settings.d_model, "ch6_heads": settings.n_heads,
 chapter.glue_text({"ch6_c10": f"**{c10.verdict.capitalize()}.** {c10.finding}"})
 
 # %% [markdown]
-# {glue:md}`ch6_c10`
-#
 # ````{admonition} What this chapter finds
 # :class: tip
-# The questions the paper left open, answered on this run's numbers (each comparison over
-# independent units with the book's verdict rule):
+# The questions the paper left open, answered on this run's numbers:
 #
 # ```{glue:md} ch6_claims
 # :format: myst
