@@ -27,10 +27,8 @@ from rankcollapse.devices import resolve_device
 from rankcollapse.plots import use_style
 from rankcollapse.profiles import Profile, get_profile
 from rankcollapse.registry import Claim, claims_markdown
-from rankcollapse_book.export import save_figure
+from rankcollapse_book.export import FIGURE_DIR, save_figure
 from rankcollapse_book.ledger import SYNTHETIC, save_records
-
-FIGURE_DIR = Path("book") / "chapters" / "figures"  # exports, copied to _build/html/figures
 
 TIME_PLACEHOLDER = "not measured (run outside the book pipeline)"
 
