@@ -375,3 +375,45 @@ def write_ledger(root: Path, chapters: list[str], profile: str,
     atomic_write_text(root / FINDINGS, findings(rows, profile))
     atomic_write_text(root / "book" / JSON, json.dumps(rows, indent=1))
     return rows
+
+
+# ----------------------------------------------------------------------------- chapter boxes
+
+BOX_COLUMNS = {"id": "id", "claim": "claim", "test": "task", "estimate": "estimate (interval)",
+               "found": "found", "outcome": "what it did to the claim"}
+IN_PART = "this part: {agree} of {count} tests {word}"
+BOX_RULES = ("How tests are decided: see {{ref}}`{rules}`; each claim's verdict, from all its "
+             "parts, is in the {{doc}}`/book/claims` (linked from its id).")
+
+
+def _box_verdict(record: dict, settings) -> str:
+    """The claim's verdict where this chapter records every registered part (with tasks
+    under the profile) of it; otherwise what this chapter's tests of it did, so that an id
+    has one verdict in the book: the ledger's."""
+    recorded = {r["part"] for r in record["results"]}
+    registered = {p.name for p in registry.CLAIMS[record["id"]].parts
+                  if registry.tasks_of(p, settings)}
+    if registered <= recorded:
+        return f"**{record['verdict']}**"
+    question = record["id"] in registry.FINDINGS
+    agree = sum(r["outcome"] == "agrees" for r in record["results"])
+    return IN_PART.format(agree=agree, count=len(record["results"]),
+                          word="decided" if question else "agree with the paper")
+
+
+def chapter_box(records: list[dict], profile: str) -> str:
+    """A chapter's summary box (MyST markdown): one table of the claims it tests (id linked
+    to its ledger row, claim with its verdict or what this chapter's part of it did, then
+    per test: task, estimate, found and outcome, as on the ledger: `outcomes.test_cells`)
+    and one sentence linking to the rules."""
+    settings, rows = get_profile(profile), []
+    for record in records:
+        anchor = ANCHOR.format(id=record["id"].lower())
+        first = {"id": f"{{ref}}`{record['id']} <{anchor}>`",
+                 "claim": f"{record['claim']}: {_box_verdict(record, settings)}"}
+        shown = outcomes.shown_results(record["id"], record["results"]) or [None]
+        for i, r in enumerate(shown):
+            cells = outcomes.test_cells(record["id"], r) if r else dict.fromkeys(
+                BOX_COLUMNS, "–")
+            rows.append({**cells, **(first if i == 0 else {"id": "", "claim": ""})})
+    return "\n".join(outcomes.table(BOX_COLUMNS, rows) + [BOX_RULES.format(rules=RULES_ANCHOR)])
