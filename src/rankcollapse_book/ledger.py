@@ -265,7 +265,7 @@ def claim_block(row: dict) -> list[str]:
     lines += [" ".join(said), ""] if said else []
     if shown:
         lines += outcomes.table(TEST_COLUMNS,
-                                [outcomes.test_cells(row["id"], r) for r in shown])
+                                [outcomes.cells_of_test(row["id"], r) for r in shown])
     if len(shown) < len(row["results"]):
         lines += [SEQUENCE_NOTE.format(json=JSON), ""]
     return lines
@@ -404,7 +404,7 @@ def _box_verdict(record: dict, settings) -> str:
 def chapter_box(records: list[dict], profile: str) -> str:
     """A chapter's summary box (MyST markdown): one table of the claims it tests (id linked
     to its ledger row, claim with its verdict or what this chapter's part of it did, then
-    per test: task, estimate, found and outcome, as on the ledger: `outcomes.test_cells`)
+    per test: task, estimate, found and outcome, as on the ledger: `outcomes.cells_of_test`)
     and one sentence linking to the rules."""
     settings, rows = get_profile(profile), []
     for record in records:
@@ -413,7 +413,7 @@ def chapter_box(records: list[dict], profile: str) -> str:
                  "claim": f"{record['claim']}: {_box_verdict(record, settings)}"}
         shown = outcomes.shown_results(record["id"], record["results"]) or [None]
         for i, r in enumerate(shown):
-            cells = outcomes.test_cells(record["id"], r) if r else dict.fromkeys(
+            cells = outcomes.cells_of_test(record["id"], r) if r else dict.fromkeys(
                 BOX_COLUMNS, "–")
             rows.append({**cells, **(first if i == 0 else {"id": "", "claim": ""})})
     return "\n".join(outcomes.table(BOX_COLUMNS, rows) + [BOX_RULES.format(rules=RULES_ANCHOR)])

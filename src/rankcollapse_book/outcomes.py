@@ -3,7 +3,7 @@ claim, its number with the words that say what the number is, and its task by a 
 
 The claims ledger (`ledger`), the chapters' summary boxes (`chapter.Chapter.glue_claims`),
 the forest plot (`forest`) and the summary in words (`summary`) all read tests through
-`shown_results` and `test_cells`, so a test reads the same wherever it appears. Tests are
+`shown_results` and `cells_of_test`, so a test reads the same wherever it appears. Tests are
 the records of `verdicts.Result` (`Result.record()`: plain dicts, as in claims.json).
 """
 
@@ -133,7 +133,7 @@ def test_label(claim_id: str, r: dict) -> str:
     return (f"{r['part']} · " if several else "") + short_task(r["task"]) + at
 
 
-def test_cells(claim_id: str, r: dict) -> dict[str, str]:
+def cells_of_test(claim_id: str, r: dict) -> dict[str, str]:
     """One test's cells, in words: `test` (its label), `found`, `estimate` (the number with
     its interval; a check's value named by its estimate words), `outcome`, `units` and
     `detectable` ('–' where there is none)."""

@@ -29,10 +29,11 @@ KEEPS = {"more": "Sinkhorn keeps more", "less": "Sinkhorn keeps less",
 ADVANTAGE = {"more": "larger", "less": "smaller", "parity": "the same (within a factor "
              "{margin:g})", "not more": "not larger by the margin",
              "not less": "not smaller by the margin", "undecided": "undecided"}
-EARLY_SAID = ("In the same models, the advantage early in the stack over that late (Sinkhorn "
+EARLY_SAID = ("In the trained models ({size}), the advantage early in the stack over that late (Sinkhorn "
               "/ softmax of the residual, layers 1 to L/2 over the rest) is {found}, where the "
               "paper reports it larger — C4b: {verdict}.")
-SKIPS_SAID = ("With skip connections over without, the same models' advantage is {found}, "
+SKIPS_SAID = ("With skip connections over without, the advantage in the same models "
+              "({size}) is {found}, "
               "where the paper reports it larger — C4c: {verdict}.")
 RANDOM_SAID = ("Products of independent random attention matrices ({n} tokens, depths 2 to "
                "{depth}, N(0, 1) logits): {found}, {paper} — C6a: {verdict}.")
@@ -40,14 +41,14 @@ PAPER_PARITY = {"agrees": "as the paper reports (no Sinkhorn advantage)",
                 "against": "where the paper reports no Sinkhorn advantage",
                 "opposite": "where the paper reports no Sinkhorn advantage",
                 "undecided": "so the paper's no-advantage cannot be confirmed"}
-LEARNED = ("On weights trained with Sinkhorn, swapping to softmax at inference leaves the "
+LEARNED = ("On weights trained with Sinkhorn ({size}), swapping to softmax at inference leaves the "
            "rank at parity on {swapped}, while Sinkhorn- and softmax-trained models differ "
            "there (C4a): the advantage is learned by the weights, not imposed by the "
            "normalization (B3).")
-IMPOSED = ("On weights trained with Sinkhorn, Sinkhorn at inference keeps more rank than "
+IMPOSED = ("On weights trained with Sinkhorn ({size}), Sinkhorn at inference keeps more rank than "
            "softmax on {imposed}: part of the advantage there comes from the normalization "
            "itself, not only from what the weights learned (B3).")
-SWAPPED = ("On weights trained with Sinkhorn, swapping the normalization at inference "
+SWAPPED = ("On weights trained with Sinkhorn ({size}), swapping the normalization at inference "
            "(Sinkhorn / softmax, the same weights): {found} (B3).")
 
 
@@ -118,10 +119,11 @@ def _advantage(rows: dict[str, dict], settings: Profile) -> str | None:
     return said + (f"; {rest}" if rest else "") + f" — C4a: {rows['C4a']['verdict']}."
 
 
-def _variation(rows: dict[str, dict], claim_id: str, template: str) -> str | None:
+def _variation(rows: dict[str, dict], settings: Profile, claim_id: str, template: str
+               ) -> str | None:
     """How the advantage differs between two selections (C4b, C4c)."""
     tests = _tests(rows, claim_id)
-    return template.format(found=_clauses(tests, ADVANTAGE, {"more", "less"}),
+    return template.format(size=model_size(settings), found=_clauses(tests, ADVANTAGE, {"more", "less"}),
                            verdict=rows[claim_id]["verdict"]) if tests else None
 
 
@@ -152,17 +154,17 @@ def learned(advantage: list[dict], swapped: list[dict]) -> tuple[str, list[str]]
     return ("imposed", imposed) if imposed else ("", [])
 
 
-def _swap(rows: dict[str, dict]) -> str | None:
+def _swap(rows: dict[str, dict], settings: Profile) -> str | None:
     swapped = _tests(rows, "B3", "weights trained with Sinkhorn")
     if not swapped:
         return None
     word, tasks = learned(_tests(rows, "C4a"), swapped)
     if not word:
-        return SWAPPED.format(found=_clauses(swapped, KEEPS, {"more", "less"}))
+        return SWAPPED.format(size=model_size(settings), found=_clauses(swapped, KEEPS, {"more", "less"}))
     named = _joined([_named(next(r for r in swapped if r["task"] == t)) for t in tasks])
     if word == "learned":
-        return LEARNED.format(swapped=named)
-    return IMPOSED.format(imposed=named)
+        return LEARNED.format(size=model_size(settings), swapped=named)
+    return IMPOSED.format(size=model_size(settings), imposed=named)
 
 
 def sentences(rows: list[dict], profile: str) -> list[str]:
@@ -170,8 +172,9 @@ def sentences(rows: list[dict], profile: str) -> list[str]:
     paper's), then what C4a, C4b and C4c, C6a and B3 found, each where it was tested."""
     settings, by_id = get_profile(profile), {r["id"]: r for r in rows}
     said = [caveat(profile), _advantage(by_id, settings),
-            _variation(by_id, "C4b", EARLY_SAID), _variation(by_id, "C4c", SKIPS_SAID),
-            _random(by_id, settings), _swap(by_id)]
+            _variation(by_id, settings, "C4b", EARLY_SAID),
+            _variation(by_id, settings, "C4c", SKIPS_SAID),
+            _random(by_id, settings), _swap(by_id, settings)]
     said = [s for s in said if s]
     if said and said[0] == caveat(profile):
         said[0] = said[0][0].upper() + said[0][1:] + "."
