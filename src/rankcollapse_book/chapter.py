@@ -26,11 +26,9 @@ from rankcollapse import __version__
 from rankcollapse.devices import resolve_device
 from rankcollapse.plots import use_style
 from rankcollapse.profiles import Profile, get_profile
-from rankcollapse.registry import Claim, claims_markdown
-from rankcollapse_book.export import save_figure
-from rankcollapse_book.ledger import SYNTHETIC, save_records
-
-FIGURE_DIR = Path("book") / "chapters" / "figures"  # exports, copied to _build/html/figures
+from rankcollapse.registry import Claim
+from rankcollapse_book.export import FIGURE_DIR, save_figure
+from rankcollapse_book.ledger import SYNTHETIC, chapter_box, save_records
 
 TIME_PLACEHOLDER = "not measured (run outside the book pipeline)"
 
@@ -101,11 +99,12 @@ class Chapter:
 
     def glue_claims(self, name: str, claims: list[Claim], chapter: str,
                     data: str = SYNTHETIC) -> None:
-        """Glue a chapter's claim verdicts as a Markdown list (for a `{glue:md}` box), and
-        record them for the claims ledger (`ledger.save_records`) under `chapter`, with the
-        `data` they were computed on."""
-        glue(name, Markdown(claims_markdown(claims)), display=False)
-        save_records(self.root, chapter, self.settings.name, [c.record() for c in claims], data)
+        """Glue a chapter's claims as a table (for a `{glue:md}` box: `ledger.chapter_box`),
+        and record them for the claims ledger (`ledger.save_records`) under `chapter`, with
+        the `data` they were computed on."""
+        records = [c.record() for c in claims]
+        glue(name, Markdown(chapter_box(records, self.settings.name)), display=False)
+        save_records(self.root, chapter, self.settings.name, records, data)
 
 
 def chapter_header(profile: str, device: str, seed: int) -> Chapter:

@@ -10,6 +10,8 @@ import pandas as pd
 
 from rankcollapse.files import atomic_write, atomic_write_text
 
+FIGURE_DIR = Path("book") / "chapters" / "figures"  # exports, copied to _build/html/figures
+
 
 def save_figure(fig: plt.Figure, name: str, data: pd.DataFrame, directory: Path,
                 facts: dict[str, str]) -> None:

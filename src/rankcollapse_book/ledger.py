@@ -21,14 +21,17 @@ import json
 import math
 from pathlib import Path
 
-from rankcollapse import registry
+from rankcollapse import __version__, registry
 from rankcollapse.names import TASKS as ROLES
 from rankcollapse.files import atomic_write_text
 from rankcollapse.profiles import get_profile
-from rankcollapse.stats import (LEVEL, MARGIN, POWER, digits_for, mostly_at_floor,
-                               significant)
+from rankcollapse.stats import LEVEL, MARGIN, POWER
 from rankcollapse.verdicts import (CLAIM_RULE, CLAIM_VERDICTS, COMPARISON_RULE, FINDING_RULE,
                                    Result, calibration)
+from rankcollapse_book import forest, outcomes, summary
+from rankcollapse_book.export import FIGURE_DIR, save_figure
+from rankcollapse_book.outcomes import readable  # noqa: F401 (the ledger's numbers)
+from rankcollapse_book.summary import caveat
 
 RECORDS = Path("book") / "chapters" / "claims"
 PAGE, FINDINGS, JSON = Path("book") / "claims.md", Path("book") / "findings.md", "claims.json"
@@ -38,9 +41,6 @@ INCOMPLETE = ("Not decided: no chapter of this build recorded its part{s} {parts
 SYNTHETIC = "random weights, inputs and logits"  # what chapters without datasets compute on
 CALIBRATION_RUNS = 1000  # simulated repetitions of each claim's design
 EFFECT = 1.5  # the effect at which the ledger states power
-DEMONSTRATION = ("the {profile} profile trains small models on stand-in data with few seeds: "
-                 "its verdicts demonstrate the method at small scale and are not a test of the "
-                 "paper's experiment, which the full profile runs at the paper's sizes")
 
 
 def save_records(root: Path, chapter: str, profile: str, rows: list[dict],
@@ -149,7 +149,10 @@ def ledger(rows: list[dict], profile: str, runs: int = CALIBRATION_RUNS) -> list
             "detectable_ratio": max(detectable) if detectable else None,
             "calibration": ({"false_rate": calibrated.false_rate, "power": calibrated.power,
                              "power_every": calibrated.power_every, "runs": calibrated.runs,
-                             "effect": EFFECT}
+                             "effect": EFFECT,
+                             # added to Calibration by a parallel branch; None until then
+                             "false_opposite": getattr(calibrated, "false_opposite", None),
+                             "best": getattr(calibrated, "best", None)}
                             if calibrated else None),
             "figure": ", ".join(dict.fromkeys(f.strip() for p in parts
                                               for f in (p.get("figure") or "").split(",")
@@ -157,53 +160,8 @@ def ledger(rows: list[dict], profile: str, runs: int = CALIBRATION_RUNS) -> list
             "chapter": ", ".join(dict.fromkeys(p["chapter"] for p in parts)) or None,
             "data": "; ".join(dict.fromkeys(p.get("data") or SYNTHETIC for p in parts)) or None,
             "profile": profile,
-            "note": DEMONSTRATION.format(profile=profile) if profile != "full" else None})
+            "note": caveat(profile)})
     return merged
-
-
-SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
-def readable(x: float, digits: int = 3) -> str:
-    """A number for a reader: `digits` significant digits, and powers of ten written out
-    (1.2×10⁻⁷, not 1.2e-07) outside 0.001–10000."""
-    if not math.isfinite(x):
-        return str(x)
-    if float(x).is_integer() and abs(x) < 1e4:  # zero too
-        return f"{int(x)}"
-    if 1e-3 <= abs(x) < 1e4:
-        return significant(x, digits)
-    mantissa, exponent = f"{x:.2e}".split("e")  # three significant digits
-    mantissa = f"{float(mantissa):g}"  # without trailing zeros: 1.20 -> 1.2, 1.00 -> 1
-    power = f"10{str(int(exponent)).translate(SUPERSCRIPT)}"
-    return power if mantissa == "1" else f"{mantissa}×{power}"
-
-
-def _has_interval(r: dict) -> bool:
-    return r["low"] is not None and math.isfinite(r["low"])
-
-
-def _estimate(r: dict) -> str:
-    """'1.32 (1.10–1.58)' for a test, the value for a check, '–' without one; four
-    significant digits where the test's margin is narrow."""
-    if r["number"] is None or not math.isfinite(r["number"]):
-        return "–"
-    if not _has_interval(r):
-        return f"{r['bound']}{readable(r['number'])}"
-    digits = digits_for(r.get("margin", MARGIN))
-    return (f"{readable(r['number'], digits)} ({readable(r['low'], digits)}–"
-            f"{readable(r['high'], digits)})")
-
-
-def _cell(text) -> str:
-    """Text for a Markdown table cell: pipes escaped, on one line."""
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
-FOUND_WORDS = {"more": "higher", "less": "lower", "parity": "parity",
-               "not more": "not higher by the margin", "not less": "not lower by the margin",
-               "undecided": "undecided", "passes": "check passes", "fails": "check fails",
-               "not checked": "not checked"}
 
 
 def _shown(row: dict) -> str:
@@ -214,34 +172,36 @@ def _shown(row: dict) -> str:
 
 
 # The page's text: templates filled by `page` and `findings` (prose, not logic).
-TABLE_HEAD = ("| id | claim, part and task | verdict / what the test found | estimate (interval) "
-              "| level | units | detectable | shown in |\n|---|---|---|---|---|---|---|---|")
-CALIBRATION_HEAD = ("| id | direction | tests | each test's level | finds the paper's result "
-                    "where it is false | finds it on some task | on every task |\n"
-                    "|---|---|---|---|---|---|---|")
-REGISTRY_HEAD = ("| id | part | quantity | layers, depths, variants | unit | its estimate | "
-                 "direction | primary test | tasks | family |\n"
-                 "|---|---|---|---|---|---|---|---|---|---|")
-REGISTRY_COLUMNS = ("id", "part", "quantity", "where", "unit", "estimate", "direction", "test",
-                    "tasks", "family")
-TIED = " (mostly tied at the floor)"
-CENSORED = " ({censored} of {values} values at the floor)"
-POWER_AT = {True: "at a 1.5× effect", False: "where the true ratio is 1"}
+TEST_COLUMNS = {"test": "test", "found": "found", "estimate": "estimate (interval)",
+                "outcome": "what it did to the claim", "units": "units",
+                "detectable": "detectable"}
+ANCHOR = "claim-{id}"  # each claim's block on the page: {ref}`C4a <claim-c4a>`
+RULES_ANCHOR = "verdict-rules"
+FOREST = "fig-forest"
+HEADER = "**{id}** · {claim} · **{verdict}** · shown in {shown}"
+LEVEL_WORDS = "Intervals at {level}."
+CALIBRATED = ("Its rule on {runs} simulated repetitions of this design finds the paper's "
+              "result where it is false in {false_rate}{opposite}{best}.")
+OPPOSITE = ", the opposite of the paper where there is no difference in {rate}"
+BEST = "; the best verdict its design reaches where the effect is {effect}× is *{best}*"
+EVERY = "; where the effect is {effect}× on every task it is *reproduced* in {rate}"
+SEQUENCE_NOTE = ("One row per task, at the fewest iterations k whose accuracy shows parity "
+                 "with the most at k and at every count above (at the most tested k where "
+                 "none does); the tests at every k are in `{json}`.")
 PAGE_INTRO = (
     "Every claim of the paper, its verdict on this build, the primary tests that decided it "
-    "and where it is shown. The verdicts are computed from the run's numbers by the rules "
-    "below, from tests registered in the library before anything ran (the registry is "
-    "printed at the end of this page); nothing here is typed by hand. Each claim's row is "
-    "followed by one row per test: the task and part of the claim it tests, what its "
-    "interval found, the estimate with its interval (for a check, the checked value; ≤ marks "
-    "a value at the rounding floor, which is at most that), the interval's level (the "
-    "intervals of one claim hold together at {level:.0%}), the independent units (one count "
-    "per group for two groups) and the smallest effect the test's design detects with "
-    "{power:.0%} power, given its units and observed spread (for a test of parity: the "
-    "narrowest margin within which it shows parity with that power when the true ratio is 1; "
-    "a run can show parity at the margin where this is a little above it, with less than "
-    "that power). The "
-    "same rows are in `{json}` beside this page.")
+    "and where it is shown; the verdicts are computed from the run's numbers by "
+    "{{ref}}`the rules below <{rules}>`, from tests registered in the library before anything "
+    "ran (the registry is printed at the end of this page); nothing here is typed by hand. "
+    "Under each claim, one row per test: the task (and part of the claim) it tests, what its "
+    "interval found of the estimate it names, the estimate with its interval (for a check, "
+    "the checked value; ≤ marks a value at the rounding floor, which is at most that), what "
+    "that did to the claim, the independent units (one count per group for two groups) and "
+    "the smallest effect the test's design detects with {power:.0%} power, given its units "
+    "and observed spread (for a test of parity: the narrowest margin within which it shows "
+    "parity with that power when the true ratio is 1). The same rows are in `{json}` beside "
+    "this page.")
+TASKS_INTRO = "Tasks are named short; their data:"
 QUESTIONS_INTRO = (
     "The paper leaves some questions open or names them as future work (C10). The book "
     "answers them with its own experiments; their verdicts say what was found, not whether a "
@@ -249,70 +209,72 @@ QUESTIONS_INTRO = (
 CALIBRATION_INTRO = (
     "Each claim's rule was run on simulated repetitions of this build's own design ({runs} "
     "each: the same tasks, units and observed spread of the per-unit scores, decided by the "
-    "same code): how often it finds the paper's result (reproduced or partly reproduced) "
-    "where that result is false, at the boundary (no difference for a claimed difference, a "
-    "ratio at the margin for a claimed parity or absence of an advantage), and how often it "
-    "finds it where it holds. The first should be at most {alpha:.0%}. (A test that "
-    "presupposes an advantage is simulated without that condition, which can only raise the "
-    "first rate.)")
+    "same code); under each claim, how often it finds the paper's result (reproduced or "
+    "partly reproduced) where that result is false, at the boundary (no difference for a "
+    "claimed difference, a ratio at the margin for a claimed parity or absence of an "
+    "advantage), which should be at most {alpha:.0%}, and what it finds where the paper's "
+    "result holds with an effect of {effect:g}× on every task. (A test that presupposes an "
+    "advantage is simulated without that condition, which can only raise the first rate.)")
 REGISTRY_INTRO = (
     "The primary test of every claim and question, as the library declares it "
     "(`rankcollapse.registry`); $L$ is the depth of the model or stack, the family the number "
     "of tests whose intervals hold together.")
-FINDINGS_INTRO = ("On this build (profile `{profile}`), of the paper's {count} claims (as its "
-                  "public summaries state them):")
-FINDINGS_SAID = {"contradicted": "Contradicted (the opposite shown): ",
-                 "not reproduced": "Not reproduced (decided against the paper without the "
-                                   "opposite): ",
-                 "undecided": "Undecided (this run could not tell): "}
-DETECTABLE = {True: "{id} (it could have detected a ratio of {ratio})",  # a difference
-              False: "{id} (it could have shown parity within a factor {ratio})"}
-DEPENDING = "{low} to {high}, depending on the task"
-ALL_REPRODUCED = "Every claim that could be tested here was reproduced, at least in part."
+REGISTRY_ITEM = ("- **{id}** · {part}: {quantity}; {where}; unit: {unit}; estimate: {estimate}; "
+                 "the paper: {direction}; test: {test}; tasks: {tasks}; family: {family}")
+FINDINGS_INTRO = ("Verdicts on this build (profile `{profile}`), of the paper's {count} "
+                  "claims (as its public summaries state them):")
 SEE_LEDGER = "Each verdict, its tests and its figure are in the {doc}`claims`."
 QUESTIONS_FOUND = "On the questions the paper left open, the book's own experiments found:"
+FOREST_CAPTION = (
+    "Every primary test of this build: the estimate (dot) and its interval (line) on a log "
+    "scale, Sinkhorn / softmax unless the right-hand label names another estimate; the grey "
+    "band is parity (within a factor {margin:g}). Top: the paper's claims, each test coloured "
+    "by what it did to its claim; an interval that leaves the band on the paper's side "
+    "agrees, one on the other side is the opposite. Bottom: the book's own questions, "
+    "coloured by what they found. Arrows mark intervals beyond the axis.")
 
 
-def _result_row(r: dict) -> str:
-    tests = bool(r["units"])
-    units = "+".join(map(str, r["units"])) if tests else "–"
-    shown = tests and _has_interval(r)  # level and power belong to an interval
-    detect = readable(r["detectable"]) if shown and r["detectable"] is not None else "–"
-    level = f"{100 * r['level']:.3g}%" if shown and r["level"] else "–"
-    at = f", {r['at']:g}" if r.get("at") is not None else ""
-    tied = (TIED if mostly_at_floor(r["tied"], r["values"]) else
-            CENSORED.format(censored=r["censored"], values=r["values"]) if r["censored"] else "")
-    return (f"| | {_cell(r['part'])}: {_cell(r['task'])}{at} | {FOUND_WORDS[r['found']]}{tied} "
-            f"| {_estimate(r)} | {level} | {units} | {detect} | |")
+def _percent(x: float | None) -> str:
+    return "–" if x is None else f"{x:.1%}"
 
 
-def _table(rows: list[dict]) -> list[str]:
-    """Ledger rows as one wide Markdown table (the page's `ledger` style): a row per claim,
-    then one per primary test (task of a part) under it."""
-    lines = [":::{div} ledger", TABLE_HEAD]
-    for row in rows:
-        lines.append(f"| **{row['id']}** | {_cell(row['claim'])} | **{row['verdict']}** | | | | "
-                     f"| {_shown(row)} |")
-        lines += [_result_row(r) for r in row["results"]]
-    return lines + [":::", ""]
+def _calibration_words(row: dict) -> list[str]:
+    c = row["calibration"]
+    if not c:
+        return []
+    best = (BEST.format(effect=c["effect"], best=c["best"]) if c.get("best") else
+            EVERY.format(effect=c["effect"], rate=f"{c['power_every']:.0%}"))
+    opposite = (OPPOSITE.format(rate=_percent(c["false_opposite"]))
+                if c.get("false_opposite") is not None else "")
+    return [CALIBRATED.format(runs=c["runs"], false_rate=_percent(c["false_rate"]),
+                              opposite=opposite, best=best)]
 
 
-def _calibration_table(rows: list[dict]) -> list[str]:
-    lines = [":::{div} ledger", CALIBRATION_HEAD]
-    for row in rows:
-        c = row["calibration"]
-        if not c:
-            continue
-        tests = sum(1 for r in row["results"] if r["units"])
-        what = POWER_AT[row["direction"] in ("more", "less")]
-        level = registry.family_level_words(row["family"])
-        subject = {p.subject for p in registry.CLAIMS[row["id"]].parts if p.test != "check"}
-        words = registry.direction_words(row["direction"], subject.pop() if len(subject) == 1
-                                         else "Sinkhorn")
-        lines.append(f"| {row['id']} | {words} | {tests} | "
-                     f"{level} | {c['false_rate']:.1%} | {c['power']:.0%} {what} | "
-                     f"{c['power_every']:.0%} |")
-    return lines + [":::", ""]
+def claim_block(row: dict) -> list[str]:
+    """One claim on the page: its anchor, a header line (id, claim, verdict, where shown),
+    the level of its intervals and its rule's calibration, then a table of its tests."""
+    shown = outcomes.shown_results(row["id"], row["results"])
+    lines = [f"({ANCHOR.format(id=row['id'].lower())})=",
+             HEADER.format(id=row["id"], claim=row["claim"], verdict=row["verdict"],
+                           shown=_shown(row)), ""]
+    said = ([LEVEL_WORDS.format(level=registry.family_level_words(row["family"]))]
+            if row["family"] and any(map(outcomes.is_test, shown)) else [])
+    said += _calibration_words(row)
+    if not shown:
+        said.append(" ".join(row["finding"].split()))
+    lines += [" ".join(said), ""] if said else []
+    if shown:
+        lines += outcomes.table(TEST_COLUMNS,
+                                [outcomes.cells_of_test(row["id"], r) for r in shown])
+    if len(shown) < len(row["results"]):
+        lines += [SEQUENCE_NOTE.format(json=JSON), ""]
+    return lines
+
+
+def _legend(rows: list[dict]) -> list[str]:
+    legend = outcomes.task_legend([r for row in rows for r in row["results"]])
+    return [TASKS_INTRO, ""] + [f"- {name}: {data}" for name, data in legend.items()] + [""] \
+        if legend else []
 
 
 def _task_words(task: str) -> str:
@@ -321,43 +283,49 @@ def _task_words(task: str) -> str:
     return ROLES[role] + (f" / {rest}" if rest else "") if role in ROLES else task
 
 
-def _registry_table(profile: str) -> list[str]:
-    lines = [":::{div} ledger", REGISTRY_HEAD]
+def _registry_list(profile: str) -> list[str]:
+    """The registry, one item per part of every claim (a list: ten columns would not fit
+    the page)."""
+    lines = []
     for r in registry.rows(get_profile(profile)):
+        if r["part"] == "–":
+            lines.append(f"- **{r['id']}**: {r['test']}")
+            continue
         r = {**r, "tasks": "; ".join(_task_words(t) for t in r["tasks"]) or "–"}
-        lines.append("| " + " | ".join(_cell(r[k]) for k in REGISTRY_COLUMNS) + " |")
-    return lines + [":::", ""]
+        lines.append(REGISTRY_ITEM.format(**r))
+    return lines + [""]
+
+
+def forest_figure(caption: str, name: str | None) -> list[str]:
+    """The forest plot as a MyST figure (named only where it is cited: once in the book)."""
+    return ["```{figure} " + f"chapters/figures/{FOREST}.png", *([f":name: {name}"] if name
+                                                                   else []),
+            ":alt: every primary test's estimate and interval, coloured by its outcome",
+            ":width: 100%", "", caption, "```", ""]
 
 
 def page(rows: list[dict], profile: str, runs: int = CALIBRATION_RUNS) -> str:
     """The Claims page (MyST markdown)."""
     claims = [r for r in rows if r["id"] not in registry.FINDINGS]
     questions = [r for r in rows if r["id"] in registry.FINDINGS]
-    note = f" Note: {DEMONSTRATION.format(profile=f'`{profile}`')}." if profile != "full" else ""
-    lines = ["---", "html_theme.sidebar_secondary.remove: true", "---", "",  # a wide table
-             "# Claims ledger", "", PAGE_INTRO.format(level=LEVEL, power=POWER, json=JSON), "",
-             f"Profile of this build: `{profile}`.{note}", "",
-             "## How a claim is decided", "", COMPARISON_RULE, "", CLAIM_RULE, "",
-             FINDING_RULE, "", "## The paper's claims", "", *_table(claims),
-             "## Questions the paper left open", "", QUESTIONS_INTRO, "", *_table(questions),
-             "## How often each rule is wrong", "",
-             CALIBRATION_INTRO.format(runs=runs, alpha=1 - LEVEL), "",
-             *_calibration_table(claims),
-             "## The registry", "", REGISTRY_INTRO, "", *_registry_table(profile),
-             "## Findings, claim by claim", ""]
+    lines = ["---", "html_theme.sidebar_secondary.remove: true", "---", "",
+             "# Claims ledger", "", summary.paragraph(rows, profile), "",
+             *forest_figure(FOREST_CAPTION.format(margin=1 + MARGIN), FOREST),
+             PAGE_INTRO.format(rules=RULES_ANCHOR, power=POWER, json=JSON), "",
+             *_legend(rows), "## The paper's claims", ""]
+    for row in claims:
+        lines += claim_block(row)
+    lines += ["## Questions the paper left open", "", QUESTIONS_INTRO, ""]
+    for row in questions:
+        lines += claim_block(row)
+    lines += [f"({RULES_ANCHOR})=", "## How a claim is decided", "", COMPARISON_RULE, "",
+              CLAIM_RULE, "", FINDING_RULE, "",
+              CALIBRATION_INTRO.format(runs=runs, alpha=1 - LEVEL, effect=EFFECT), "",
+              "## The registry", "", REGISTRY_INTRO, "", *_registry_list(profile),
+              "## Findings, claim by claim", ""]
     lines += [f"- **{r['id']}** ({r['verdict']}): {' '.join(r['finding'].split())}"
               for r in rows]
     return "\n".join(lines) + "\n"
-
-
-def _detectable_range(row: dict) -> str:
-    """'1.58' for one detectable effect, '1.58 to 273, depending on the task' for several
-    (the claim's best- and worst-measured tests; the row's `detectable_ratio` is the top)."""
-    values = [r["detectable"] for r in row["results"]
-              if r["units"] and r["detectable"] is not None and math.isfinite(r["detectable"])]
-    low, high = min(values, default=row["detectable_ratio"]), row["detectable_ratio"]
-    return readable(high) if readable(low) == readable(high) else \
-        DEPENDING.format(low=readable(low), high=readable(high))
 
 
 def _with_caveat(row: dict) -> str:
@@ -369,27 +337,22 @@ def _with_caveat(row: dict) -> str:
 
 
 def findings(rows: list[dict], profile: str) -> str:
-    """The short findings summary the intro includes: claim ids per verdict, what was not
-    reproduced and what could not be decided (with the smallest effect each could have
-    detected), and what the book's own experiments found on the questions the paper left
-    open."""
+    """The findings the intro includes: the answer in plain words with the caveat
+    (`summary.paragraph`), the forest plot, then the claim ids per verdict word (every
+    word of `CLAIM_VERDICTS`, and any other a row carries) and what the book's own
+    experiments found on the questions the paper left open."""
     claims = [r for r in rows if r["id"] not in registry.FINDINGS]
     open_rows = [r for r in rows if r["id"] in registry.FINDINGS
                  and r["verdict"] != "not testable here"]
-    by = {v: [r for r in claims if r["verdict"] == v] for v in CLAIM_VERDICTS}
-    lines = [FINDINGS_INTRO.format(profile=profile, count=len(claims)), ""]
+    words = list(dict.fromkeys([*CLAIM_VERDICTS, *(r["verdict"] for r in claims)]))
+    by = {v: [r for r in claims if r["verdict"] == v] for v in words}
+    lines = [summary.paragraph(rows, profile), "",
+             *forest_figure(FOREST_CAPTION.format(margin=1 + MARGIN) + " As "
+                            "{numref}`" + FOREST + "` on the {doc}`claims`.", None),
+             FINDINGS_INTRO.format(profile=profile, count=len(claims)), ""]
     lines += [f"- **{v}**: {', '.join(_with_caveat(r) for r in these)}"
               for v, these in by.items() if these]
-    said = [FINDINGS_SAID[v] + "; ".join(f"{r['id']} ({r['claim']})" for r in by[v]) + "."
-            for v in ("contradicted", "not reproduced") if by[v]]
-    if by["undecided"]:
-        said.append(FINDINGS_SAID["undecided"] + "; ".join(
-            DETECTABLE[r["direction"] in ("more", "less")].format(
-                id=r["id"], ratio=_detectable_range(r))
-            if r["detectable_ratio"] else r["id"] for r in by["undecided"]) + ".")
-    lines += ["", " ".join(said) or ALL_REPRODUCED, SEE_LEDGER]
-    if profile != "full":
-        lines += ["", DEMONSTRATION.format(profile=f"`{profile}`").capitalize() + "."]
+    lines += ["", SEE_LEDGER]
     if open_rows:
         lines += ["", QUESTIONS_FOUND, ""]
         lines += [f"- **{r['id']}**, {r['claim']}: **{r['verdict']}**" for r in open_rows]
@@ -398,10 +361,59 @@ def findings(rows: list[dict], profile: str) -> str:
 
 def write_ledger(root: Path, chapters: list[str], profile: str,
                  runs: int = CALIBRATION_RUNS) -> list[dict]:
-    """Write the Claims page, the findings summary and claims.json (in `book/`, for `build`
+    """Write the Claims page, the findings summary, the forest plot (`fig-forest` with its
+    numbers, among the chapters' figure exports) and claims.json (in `book/`, for `build`
     to copy), each claim's rule calibrated on `runs` simulations; returns the rows."""
+    from rankcollapse_book.chapter import git_commit  # chapter imports this module
+
     rows = ledger(collect(root, chapters), profile, runs)
+    figure, data = forest.forest(rows)
+    save_figure(figure, FOREST, data, root / FIGURE_DIR,
+                {"profile": profile, "rankcollapse": __version__, "git commit": git_commit(),
+                 "made from": JSON})
     atomic_write_text(root / PAGE, page(rows, profile, runs))
     atomic_write_text(root / FINDINGS, findings(rows, profile))
     atomic_write_text(root / "book" / JSON, json.dumps(rows, indent=1))
     return rows
+
+
+# ----------------------------------------------------------------------------- chapter boxes
+
+BOX_COLUMNS = {"id": "id", "claim": "claim", "test": "task", "estimate": "estimate (interval)",
+               "found": "found", "outcome": "what it did to the claim"}
+IN_PART = "this part: {agree} of {count} tests {word}"
+BOX_RULES = ("How tests are decided: see {{ref}}`{rules}`; each claim's verdict, from all its "
+             "parts, is in the {{doc}}`/book/claims` (linked from its id).")
+
+
+def _box_verdict(record: dict, settings) -> str:
+    """The claim's verdict where this chapter records every registered part (with tasks
+    under the profile) of it; otherwise what this chapter's tests of it did, so that an id
+    has one verdict in the book: the ledger's."""
+    recorded = {r["part"] for r in record["results"]}
+    registered = {p.name for p in registry.CLAIMS[record["id"]].parts
+                  if registry.tasks_of(p, settings)}
+    if registered <= recorded:
+        return f"**{record['verdict']}**"
+    question = record["id"] in registry.FINDINGS
+    agree = sum(r["outcome"] == "agrees" for r in record["results"])
+    return IN_PART.format(agree=agree, count=len(record["results"]),
+                          word="decided" if question else "agree with the paper")
+
+
+def chapter_box(records: list[dict], profile: str) -> str:
+    """A chapter's summary box (MyST markdown): one table of the claims it tests (id linked
+    to its ledger row, claim with its verdict or what this chapter's part of it did, then
+    per test: task, estimate, found and outcome, as on the ledger: `outcomes.cells_of_test`)
+    and one sentence linking to the rules."""
+    settings, rows = get_profile(profile), []
+    for record in records:
+        anchor = ANCHOR.format(id=record["id"].lower())
+        first = {"id": f"{{ref}}`{record['id']} <{anchor}>`",
+                 "claim": f"{record['claim']}: {_box_verdict(record, settings)}"}
+        shown = outcomes.shown_results(record["id"], record["results"]) or [None]
+        for i, r in enumerate(shown):
+            cells = outcomes.cells_of_test(record["id"], r) if r else dict.fromkeys(
+                BOX_COLUMNS, "–")
+            rows.append({**cells, **(first if i == 0 else {"id": "", "claim": ""})})
+    return "\n".join(outcomes.table(BOX_COLUMNS, rows) + [BOX_RULES.format(rules=RULES_ANCHOR)])

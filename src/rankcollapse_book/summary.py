@@ -1,0 +1,185 @@
+"""The answer in plain words: a few sentences computed from the claims ledger's rows, never
+typed, that open the intro's findings and the Claims page.
+
+They say, for the models and data of the build's profile: where Sinkhorn keeps more
+hidden-state rank in trained models and by how much (C4a), how that advantage behaves early
+against late and with skips against without (C4b, C4c), what products of independent random
+matrices show (C6a), and what swapping the normalization at inference does to the same
+weights (B3). The conclusion that the advantage is learned by the weights, not imposed by
+the normalization, is stated only where the numbers say so (`learned`). Before them, where
+the profile is not the paper's, the caveat (`caveat`).
+"""
+
+from __future__ import annotations
+
+from rankcollapse.profiles import Profile, get_profile
+from rankcollapse.stats import MARGIN
+from rankcollapse_book.outcomes import has_interval, readable, shown_results, task_legend
+
+DEMONSTRATION = ("the {profile} profile trains small models ({size}, {seeds} seeds per task) "
+                 "on stand-in data: its verdicts demonstrate the method at small scale and "
+                 "are not a test of the paper's experiment ({paper}), which the full profile "
+                 "runs at the paper's sizes")
+# What a test of Sinkhorn / softmax found, as a clause about Sinkhorn (C4a, C6a, B3) ...
+KEEPS = {"more": "Sinkhorn keeps more", "less": "Sinkhorn keeps less",
+         "parity": "the two are at parity (within a factor {margin:g})",
+         "not more": "Sinkhorn is not ahead by the margin",
+         "not less": "Sinkhorn is not behind by the margin", "undecided": "the test cannot tell"}
+# ... and what a contrast of the advantage (C4b, C4c) found.
+ADVANTAGE = {"more": "larger", "less": "smaller", "parity": "the same (within a factor "
+             "{margin:g})", "not more": "not larger by the margin",
+             "not less": "not smaller by the margin", "undecided": "undecided"}
+EARLY_SAID = ("In the trained models ({size}), the advantage early in the stack over that late (Sinkhorn "
+              "/ softmax of the residual, layers 1 to L/2 over the rest) is {found}, where the "
+              "paper reports it larger — C4b: {verdict}.")
+SKIPS_SAID = ("With skip connections over without, the advantage in the same models "
+              "({size}) is {found}, "
+              "where the paper reports it larger — C4c: {verdict}.")
+RANDOM_SAID = ("Products of independent random attention matrices ({n} tokens, depths 2 to "
+               "{depth}, N(0, 1) logits): {found}, {paper} — C6a: {verdict}.")
+PAPER_PARITY = {"agrees": "as the paper reports (no Sinkhorn advantage)",
+                "against": "where the paper reports no Sinkhorn advantage",
+                "opposite": "where the paper reports no Sinkhorn advantage",
+                "undecided": "so the paper's no-advantage cannot be confirmed"}
+LEARNED = ("On weights trained with Sinkhorn ({size}), swapping to softmax at inference leaves the "
+           "rank at parity on {swapped}, while Sinkhorn- and softmax-trained models differ "
+           "there (C4a): the advantage is learned by the weights, not imposed by the "
+           "normalization (B3).")
+IMPOSED = ("On weights trained with Sinkhorn ({size}), Sinkhorn at inference keeps more rank than "
+           "softmax on {imposed}: part of the advantage there comes from the normalization "
+           "itself, not only from what the weights learned (B3).")
+SWAPPED = ("On weights trained with Sinkhorn ({size}), swapping the normalization at inference "
+           "(Sinkhorn / softmax, the same weights): {found} (B3).")
+
+
+def model_size(settings: Profile) -> str:
+    """'6 layers of width 48, 4 heads' (each task's where they differ)."""
+    sizes = {t: f"{x.depth} layers of width {x.d_model}, {x.n_heads} heads"
+             for t, x in settings.tasks.items()}
+    if len(set(sizes.values())) <= 1:
+        return next(iter(sizes.values()), "no trained models")
+    return "; ".join(f"{t}: {s}" for t, s in sizes.items())
+
+
+def caveat(profile: str) -> str | None:
+    """The caveat of a profile that is not the paper's (None for `full`)."""
+    if profile == "full":
+        return None
+    settings = get_profile(profile)
+    return DEMONSTRATION.format(profile=f"`{profile}`", size=model_size(settings),
+                                seeds=len(settings.train_seeds),
+                                paper=model_size(get_profile("full")))
+
+
+def _joined(items: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _named(r: dict, number: bool = False) -> str:
+    """A test's task with its data, 'MNIST digits (10,000 MNIST digits)', and with
+    `number` its ratio: 'MNIST digits (10,000 MNIST digits) by 1.14× (1.04–1.25)'."""
+    name = r["task"]
+    for short, data in task_legend([r]).items():
+        name = name.replace(f"({data})", f"({data.removeprefix('stand-in: ')})")
+    interval = f" ({readable(r['low'])}–{readable(r['high'])})" if has_interval(r) else ""
+    return name + (f" by {readable(r['number'])}×{interval}" if number else "")
+
+
+def _clauses(results: list[dict], words: dict[str, str], numbers: set[str]) -> str:
+    """What `results` found, one clause per word of `words` that occurs, in its order:
+    'smaller on MNIST digits (...) by 0.87× (0.81–0.93); the same (...) on text ...', with
+    the ratio where the word is in `numbers`."""
+    clauses = []
+    for found, said in words.items():
+        these = [_named(r, found in numbers) for r in results if r["found"] == found]
+        if these:
+            clauses.append(f"{said.format(margin=1 + MARGIN)} on {_joined(these)}")
+    return "; ".join(clauses)
+
+
+def _tests(rows: dict[str, dict], claim_id: str, part: str | None = None) -> list[dict]:
+    row = rows.get(claim_id)
+    if not row or row["verdict"] == "not testable here":
+        return []
+    return [r for r in shown_results(claim_id, row["results"])
+            if r["units"] and (part is None or r["part"] == part)]
+
+
+def _advantage(rows: dict[str, dict], settings: Profile) -> str | None:
+    tests = _tests(rows, "C4a")
+    if not tests:
+        return None
+    more = [_named(r, True) for r in tests if r["found"] == "more"]
+    said = (f"In the trained models ({model_size(settings)}), Sinkhorn keeps more "
+            f"hidden-state rank than softmax on {len(more)} of {len(tests)} tasks"
+            + (f", {_joined(more)}" if more else ""))
+    rest = _clauses([r for r in tests if r["found"] != "more"],
+                    {k: v for k, v in KEEPS.items() if k != "more"}, {"less"})
+    return said + (f"; {rest}" if rest else "") + f" — C4a: {rows['C4a']['verdict']}."
+
+
+def _variation(rows: dict[str, dict], settings: Profile, claim_id: str, template: str
+               ) -> str | None:
+    """How the advantage differs between two selections (C4b, C4c)."""
+    tests = _tests(rows, claim_id)
+    return template.format(size=model_size(settings), found=_clauses(tests, ADVANTAGE, {"more", "less"}),
+                           verdict=rows[claim_id]["verdict"]) if tests else None
+
+
+def _random(rows: dict[str, dict], settings: Profile) -> str | None:
+    tests = _tests(rows, "C6a")
+    if len(tests) != 1:
+        return None
+    r = tests[0]
+    found = KEEPS[r["found"]].format(margin=1 + MARGIN)
+    return RANDOM_SAID.format(n=settings.n_tokens, depth=settings.depth,
+                              found=f"{found}, {_named(r, True).removeprefix(r['task'] + ' ')}", paper=PAPER_PARITY[r["outcome"]],
+                              verdict=rows["C6a"]["verdict"])
+
+
+def learned(advantage: list[dict], swapped: list[dict]) -> tuple[str, list[str]]:
+    """What B3 on Sinkhorn-trained weights (`swapped`) says of the C4a advantage
+    (`advantage`), task by task: 'learned' where C4a finds Sinkhorn ahead on some task and
+    swapping the normalization shows parity on every such task; 'imposed' where swapping
+    shows Sinkhorn ahead on some such task; '' otherwise (nothing follows). Returns the word
+    and the task titles it is said of."""
+    ahead = {r["task"] for r in advantage if r["found"] == "more"}
+    at = {r["task"]: r["found"] for r in swapped if r["task"] in ahead}
+    if not ahead or set(at) != ahead:
+        return "", []
+    if all(found == "parity" for found in at.values()):
+        return "learned", sorted(ahead, key=list(at).index)
+    imposed = [t for t, found in at.items() if found == "more"]
+    return ("imposed", imposed) if imposed else ("", [])
+
+
+def _swap(rows: dict[str, dict], settings: Profile) -> str | None:
+    swapped = _tests(rows, "B3", "weights trained with Sinkhorn")
+    if not swapped:
+        return None
+    word, tasks = learned(_tests(rows, "C4a"), swapped)
+    if not word:
+        return SWAPPED.format(size=model_size(settings), found=_clauses(swapped, KEEPS, {"more", "less"}))
+    named = _joined([_named(next(r for r in swapped if r["task"] == t)) for t in tasks])
+    if word == "learned":
+        return LEARNED.format(size=model_size(settings), swapped=named)
+    return IMPOSED.format(size=model_size(settings), imposed=named)
+
+
+def sentences(rows: list[dict], profile: str) -> list[str]:
+    """The summary, sentence by sentence: the caveat (where the profile is not the
+    paper's), then what C4a, C4b and C4c, C6a and B3 found, each where it was tested."""
+    settings, by_id = get_profile(profile), {r["id"]: r for r in rows}
+    said = [caveat(profile), _advantage(by_id, settings),
+            _variation(by_id, settings, "C4b", EARLY_SAID),
+            _variation(by_id, settings, "C4c", SKIPS_SAID),
+            _random(by_id, settings), _swap(by_id, settings)]
+    said = [s for s in said if s]
+    if said and said[0] == caveat(profile):
+        said[0] = said[0][0].upper() + said[0][1:] + "."
+    return said
+
+
+def paragraph(rows: list[dict], profile: str) -> str:
+    return " ".join(sentences(rows, profile))
