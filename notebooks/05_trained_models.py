@@ -428,15 +428,18 @@ chapter.glue_text({f"ch5_{c.id}": f"**{c.verdict.capitalize()}.** {c.finding}" f
 # - key-value retrieval: {glue:md}`ch5_claims_retrieval`
 #
 # **"With skip connections."** The registered test: for each training seed, the mean log
-# ratio Sinkhorn / softmax over the first half of the layers of the two variants with skip
-# connections (complete, without FFN) minus the same over the two without (values at the
+# ratio Sinkhorn / softmax of the two variants with skip connections (complete, without
+# FFN), each over its own layers before the softmax models collapse to half (their
+# relative residual first below 0.5), minus the same over the two without (values at the
 # rounding floor censored: where only softmax collapsed, Sinkhorn's lead counts), compared
-# over seeds: "larger with skips" means the ratio of ratios is above 1 beyond the margin,
-# and it counts for the claim only where Sinkhorn is also shown ahead with skips.
-# {glue:md}`ch5_C4c`
+# over seeds on the log-ratio scale: "higher" means the ratio of ratios is above 1 beyond
+# the margin, and it counts for the claim only where Sinkhorn is also shown ahead with
+# skips. {glue:md}`ch5_C4c`
 #
-# **"Most visibly in early layers."** The same test on the complete models, the first half
-# of the {glue:text}`ch5_depth` layers against the second half. {glue:md}`ch5_C4b`
+# **"Most visibly in early layers, before collapse is severe."** The same test on the
+# complete models, twice: the first half of the {glue:text}`ch5_depth` layers against the
+# second half, and the layers before the softmax models collapse to half against those
+# after. {glue:md}`ch5_C4b`
 #
 # **The self-attention output.** {glue:md}`ch5_C4d`
 #
