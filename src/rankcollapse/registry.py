@@ -27,7 +27,6 @@ statistical tests, every task of every part: `family`).
 
 from __future__ import annotations
 
-import itertools
 import math
 import numbers
 from dataclasses import dataclass, replace
@@ -129,7 +128,7 @@ class Span:
             chosen = list(range(self._at(self.first, depth, collapse),
                                 self._at(self.last, depth, collapse) + 1))
         if chosen and (chosen[0] < 1 or chosen[-1] > depth):
-            raise ValueError(f"{self.words()} is outside 1–{depth}")
+            raise ValueError(f"{self.words()} is empty or outside 1–{depth}")
         return chosen
 
     def positions(self, depth: int, collapse: int | None = None) -> list[int]:

@@ -41,7 +41,7 @@ from ..registry import (ACCURACY_MARGIN, ITERATIONS, Claim, registered, run, run
                         size_scale_label)
 from ..stats import WORDS, compare_groups, compare_table, describe, family_level, significant, \
     unit_values
-from ..verdicts import LEARNED, Result, iterations_verdict, results_sentence
+from ..verdicts import LEARNED, iterations_verdict, results_sentence
 from ..names import display
 from ..tasks import SCRATCH, train_config
 from ..timing import interleaved_times

@@ -26,7 +26,7 @@ from ..measures import path_products, relative_residual, rounding_floor, sample_
 from ..models import Switches, random_stack
 from ..normalizations import NORMALIZATIONS, normalize
 from ..profiles import Profile
-from ..registry import HALF_IDENTITY, INDEPENDENT, NETWORK_SCALES, Claim, run, scale_label
+from ..registry import HALF_IDENTITY, INDEPENDENT, NETWORK_SCALES, Claim, run
 from ..stats import (FOUND, WORDS, censored_logs, compare_groups, compare_table, describe,
                      family_level, ranges, unit_values)
 from ..verdicts import results_sentence
