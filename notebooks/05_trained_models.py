@@ -387,23 +387,25 @@ chapter.glue_text({f"ch5_{c.id}_trained": f"**{c.verdict.capitalize()}.** {c.fin
 # {ref}`verdict rules <verdict-rules>`.
 
 # %% tags=["remove-cell"]
-sentences = tm.layer_sentences(layer_comparisons)
-chapter.glue_text({f"ch5_claims_{role}": " ".join(f"*{variant}*: {sentences[(role, variant)]}"
-                                                  for variant in tm.VARIANTS) for role in tasks})
-chapter.glue({"ch5_depth": tasks["text"].depth, "ch5_width": tasks["text"].d_model})
+chapter.glue({"ch5_depth": tasks["text"].depth, "ch5_width": tasks["text"].d_model,
+              "ch5_collapse_level": tm.COLLAPSE_LEVEL})
 claims = tm.claims(analysis, TITLES, settings) + \
     [tm.accuracy_claim(results, TITLES, settings),
      rvt.claim(analysis.paths, random, TITLES, settings)] + attention_claims
 chapter.glue_claims("ch5_claims", claims, "05_trained_models",
                     data="trained models: " + "; ".join(TITLES.values()))
-chapter.glue_text({f"ch5_{c.id}": f"**{c.verdict.capitalize()}.** {c.finding}" for c in claims})
 
 # %% [markdown]
-# The hidden-state claims read {numref}`fig-trained-ratio`: C4a whether the curves lie above
-# the grey band, C4b whether they lie higher in the first half of the layers than in the
-# second (complete models), C4c whether, in the first half of the layers, the two variants
-# with skip connections lie higher than the two without; C4d reads {numref}`fig-trained-attention-output` and C4e
-# {numref}`fig-trained-paths`. Each test's exact statistic is listed with the claims ledger.
+# The hidden-state claims read {numref}`fig-trained-ratio`. C4a: whether the complete
+# models' curve lies above the grey band. C4b: whether it lies higher early than late,
+# tested twice: the first half of the {glue:text}`ch5_depth` layers against the second, and
+# the layers before the softmax models collapse (their residual relative to the input first
+# below {glue:text}`ch5_collapse_level`) against those after. C4c: whether the variants with
+# skip connections lie higher than those without, each variant over its own layers before
+# that collapse, so that they are compared at a matched residual level rather than at the
+# same layer index, on the log-ratio scale. C4d reads {numref}`fig-trained-attention-output`
+# and C4e {numref}`fig-trained-paths`. Each test's statistic and result are in the box below
+# and on the claims ledger.
 #
 # ````{admonition} What this chapter finds
 # :class: tip

@@ -22,8 +22,9 @@
 #
 # - **B1**: pure self-attention (no FFN, no skip connections) *trained* that way, with and
 #   without LayerNorm. Does it learn, and how fast does each normalization collapse?
-# - **B2**: the mechanism. If the advantage comes from the correlation of the attention along
-#   a real path, it should shrink when that correlation is broken.
+# - **C6d**: the mechanism (the paper's hypothesis, decided here as its claim). If the
+#   advantage comes from the correlation of the attention along a real path, it should
+#   shrink when that correlation is broken.
 # - **B3**: the normalization swapped at inference, to separate what the weights learned from
 #   what the normalization does.
 # - **B4**: how many Sinkhorn iterations inference needs.
@@ -33,7 +34,8 @@
 # :class: note
 # Everything in this chapter is the book's own experiment: the paper reports none of it.
 # Each question gets a verdict from the same {ref}`rules <verdict-rules>` as the paper's
-# claims, but the verdict says what was found ("Sinkhorn higher", "supported", ...), not whether a claim held.
+# claims, but the verdict says what was found ("Sinkhorn higher", "parity", ...), not
+# whether a claim held; C6d is the paper's claim and gets the claim rule's verdict.
 # ```
 
 # %% tags=["parameters"]
@@ -137,7 +139,7 @@ chapter.glue_text({"ch6_b1": f"**{b1.verdict.capitalize()}.** {b1.finding}"})
 # treats the models trained pure and the complete models as two independent groups of seeds
 # (Welch's $t$ interval for the ratio of their geometric means).
 #
-# ## B2: the mechanism, with the correlation along the path broken
+# ## C6d: the mechanism, with the correlation along the path broken
 #
 # A path picks layers and a head in each, as in chapter 5. With **one input**, every factor
 # is that input's attention, so consecutive factors are correlated: each layer's input is
@@ -162,8 +164,8 @@ fig = plots.ratio_panels(mech_cmp.assign(setting=mech_cmp["mode"]), image_tasks,
 chapter.show(fig, "fig-mechanism", mech_cmp)
 
 # %% tags=["remove-cell"]
-b2, c6d_trained = oq.mechanism_claims(mech, TITLES, settings)
-chapter.glue_text({"ch6_b2": f"**{b2.verdict.capitalize()}.** {b2.finding}"})
+c6d = oq.mechanism_claim(mech, TITLES, settings)
+chapter.glue_text({"ch6_c6d": f"**{c6d.verdict.capitalize()}.** {c6d.finding}"})
 
 # %% [markdown]
 # The registered test, per task: for each seed, the mean over depths 2 to $L$ of
@@ -171,11 +173,10 @@ chapter.glue_text({"ch6_b2": f"**{b2.verdict.capitalize()}.** {b2.finding}"})
 # the rounding floor censored), compared over seeds ("the advantage shrinks" when this ratio
 # of ratios lies above 1 with an estimate beyond the margin). It counts for the hypothesis
 # only where Sinkhorn is also shown ahead with one input. The shuffled inputs are a check of
-# the mixed ones, drawn in the figure only. *Supported* means that the advantage is smaller
-# without the correlation, not that it is gone. The same test, at the family level of the
-# paper's claim C6d (whose other parts are chapter 4's random networks), is C6d's
-# trained-model part.
-# {glue:md}`ch6_b2`
+# the mixed ones, drawn in the figure only. Agreement means that the advantage is smaller
+# without the correlation, not that it is gone. This test alone decides the paper's claim
+# C6d (chapter 4's random networks are description).
+# {glue:md}`ch6_c6d`
 #
 # ## B3: the normalization swapped at inference
 #
@@ -326,8 +327,7 @@ chapter.glue_text({"ch6_c10": f"**{c10.verdict.capitalize()}.** {c10.finding}"})
 trained_on = "trained models: " + "; ".join(TITLES.values())
 chapter.glue_claims("ch6_claims", [
     replace(b1, data="models trained on " + "; ".join(TITLES[r] for r in settings.scratch_tasks)),
-    replace(b2, data="trained models: " + "; ".join(image_tasks.values())),
     replace(b3, data=trained_on), replace(b4, data=trained_on),
     replace(c10, data=trained_on + "; random weights and inputs"),
-    replace(c6d_trained, data="trained models: " + "; ".join(image_tasks.values()))],
+    replace(c6d, data="trained models: " + "; ".join(image_tasks.values()))],
     "06_open_questions")

@@ -108,9 +108,9 @@ def plain_claim_verdict(outcomes) -> str:
     outcomes = [o for o in outcomes if o != "untested"]
     if not outcomes:
         return "not testable here"
-    if "opposite" in outcomes:
-        return "contradicted"
     agree = sum(o == "agrees" for o in outcomes)
+    if "opposite" in outcomes:
+        return "mixed" if agree else "contradicted"
     if agree == len(outcomes):
         return "reproduced"
     if agree:
@@ -304,9 +304,11 @@ def plain_sequence(rows, tasks, part, level, margin, titles=None):
     return out
 
 
-def plain_calibration(tests, direction, family, runs, seed, effect):
+def plain_calibration(tests, direction, family, runs, seed, effect, full=False):
     """(false rate, power, power on every task) of `verdicts.calibration`, by the plain
-    simulation: the boundary and the alternative written out per direction."""
+    simulation: the boundary and the alternative written out per direction; with `full`,
+    also the rate of a 'contradicted' or 'mixed' verdict at the opposite's boundary and the
+    best verdict reached with probability at least 0.8."""
     import numpy as np
 
     sds = [r.sd or (1.0,) * len(r.units) for r in tests]
@@ -320,5 +322,14 @@ def plain_calibration(tests, direction, family, runs, seed, effect):
     null = plain_simulate(sds, units, direction, null_at, margins, family, runs, rng)
     alt = plain_simulate(sds, units, direction, alt_at, margins, family, runs, rng)
     found = ("reproduced", "partly reproduced")
-    return (sum(v in found for v in null) / runs, sum(v in found for v in alt) / runs,
-            sum(v == "reproduced" for v in alt) / runs)
+    rates = (sum(v in found for v in null) / runs, sum(v in found for v in alt) / runs,
+             sum(v == "reproduced" for v in alt) / runs)
+    if not full:
+        return rates
+    opposite_at = [{"more": 0.0, "less": 0.0, "parity": math.log(1 + m),
+                    "no more": math.log(1 + m), "no less": -math.log(1 + m)}[direction]
+                   for m in margins]
+    opposite = plain_simulate(sds, units, direction, opposite_at, margins, family, runs, rng)
+    best = ("reproduced" if rates[2] >= 0.8 else "partly reproduced" if rates[1] >= 0.8
+            else "none")
+    return rates + (sum(v in ("contradicted", "mixed") for v in opposite) / runs, best)

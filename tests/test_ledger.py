@@ -32,7 +32,9 @@ def records(tmp_path):
                                  2.0)], "Lower."),
            Claim.of("C8", [result("trained models", "text", "undecided", "undecided", 1.0, 0.9,
                                 1.1)], "Could not tell."),
-           Claim.of("B2", [result("trained models", "mnist", "more", "agrees")], "It holds.")]
+           Claim.of("B3", [result("weights trained with softmax", "mnist", "more", "agrees"),
+                           result("weights trained with Sinkhorn", "mnist", "more", "agrees")],
+                    "It holds.")]
     save_records(tmp_path, "02_two", "ci", [c.record() for c in ch2])
     save_records(tmp_path, "05_five", "ci", [c.record() for c in ch5], data="trained on t")
 
@@ -53,7 +55,7 @@ def test_every_claim_gets_one_row_and_parts_are_decided_together(tmp_path):
     assert by_id["C8"]["verdict"] == "undecided"
     assert by_id["C8"]["number"] == 1.0 and by_id["C8"]["interval"] == [0.9, 1.1]
     assert by_id["C10"]["verdict"] == "not testable here" and by_id["C10"]["chapter"] is None
-    assert by_id["B2"]["verdict"] == "supported"
+    assert by_id["B3"]["verdict"] == "Sinkhorn higher"
 
 
 def test_rows_carry_the_test_the_units_power_and_calibration(tmp_path):
@@ -110,11 +112,11 @@ def test_open_questions_have_their_own_table_and_summary_lines(tmp_path):
     page = (tmp_path / PAGE).read_text()
     claims_part, rest = page.split("## Questions the paper left open")
     open_part = rest.split("## How a claim is decided")[0]
-    assert "**B2** · " in open_part and "**B2** · " not in claims_part
+    assert "**B3** · " in open_part and "**B3** · " not in claims_part
     assert "**C4a** · " in claims_part
     summary = (tmp_path / FINDINGS_PAGE).read_text()
     assert f"of the paper's {len(CLAIMS) - len(FINDINGS)} claims" in summary
-    assert "**B2**, " in summary and "**supported**" in summary
+    assert "**B3**, " in summary and "**Sinkhorn higher**" in summary
     assert "B1" not in summary  # not run: no line in the summary, a row on the page
     assert {r["id"]: r["verdict"] for r in rows}["B1"] == "not testable here"
 

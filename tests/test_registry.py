@@ -31,11 +31,22 @@ def at_depths(profile, stack: int | None = None, **tasks: int):
 # have other depths registers those (`at_depths`).
 CI = at_depths(THREE_TASKS, text=12, mnist=12, cats_dogs=12)
 VARIANTS = ("full model", "without FFN", "without skip", "pure attention (no FFN, no skip)")
+DEPTH_PART = "trained models, by relative depth"  # C4b
+COLLAPSE_PART = "trained models, by collapse"  # C4b
+MATCHED_PART = "trained models, at matched residual level"  # C4c
+
+
+def halves(table, profile=None):
+    """Collapse layers k = L // 2 for every (task, variant) of a table: C4c's windows then
+    are the first half of the layers, as the old registration's."""
+    return {(t, v): registry.registered_depth(t, profile or CI) // 2
+            for t, v in dict.fromkeys(zip(table["task"], table["variant"]))}
 
 
 def test_every_claim_and_question_is_registered_once():
-    assert list(CLAIMS)[:3] == ["C1", "C2a", "C3a"] and set(FINDINGS) == {"B1", "B2", "B3",
-                                                                           "B4", "C10"}
+    assert list(CLAIMS)[:3] == ["C1", "C2a", "C3a"] and set(FINDINGS) == {"B1", "B3", "B4",
+                                                                           "C10"}
+    assert "B2" not in CLAIMS  # the mechanism is C6d's test
     for entry in CLAIMS.values():
         names = [p.name for p in entry.parts]
         assert len(names) == len(set(names)), entry.id
@@ -59,10 +70,11 @@ def test_spans_resolve_against_the_depth():
 
 def test_tasks_and_family_sizes_follow_the_profile():
     assert tasks_of(CLAIMS["C4a"].parts[0], CI) == tuple(CI.tasks)
-    assert tasks_of(CLAIMS["B2"].parts[0], CI) == ("mnist", "cats_dogs")  # the image tasks
+    assert tasks_of(CLAIMS["C6d"].parts[0], CI) == ("mnist", "cats_dogs")  # the image tasks
     assert tasks_of(CLAIMS["B1"].parts[0], CI) == CI.scratch_tasks
     assert family("C4a", CI) == 3 and family("C1", CI) == 1
-    assert family("C6d", CI) == 2 + 4 + 4 + 2  # every task of every part
+    assert family("C6d", CI) == 2  # trained models only
+    assert family("C4b", CI) == 3 + 3  # every task of every part
     assert family("C6c", CI) == 6
     assert family("C9", CI) == len(registry.ENTROPY_SCALES) + 3
 
@@ -108,7 +120,7 @@ def test_only_the_registered_layers_and_variants_count():
     table = hidden_table(logs)
     c4a = run("C4a", "trained models", table, CI)
     assert c4a[0].number == pytest.approx(math.sqrt(2.0), rel=0.03)  # mean over 12 layers
-    c4b = run("C4b", "trained models", table, CI)  # early against late: 2x larger early
+    c4b = run("C4b", DEPTH_PART, table, CI)  # early against late: 2x larger early
     assert c4b[0].number == pytest.approx(2.0, rel=0.03) and c4b[0].requirement == "more"
     assert decide("C4b", c4b) == "reproduced"
 
@@ -116,7 +128,7 @@ def test_only_the_registered_layers_and_variants_count():
 def test_a_larger_advantage_without_an_advantage_does_not_agree():
     logs = constant(0.0)
     logs[:, :, 0, 6:] = -math.log(2.0)  # early: parity; late: Sinkhorn far behind
-    c4b = run("C4b", "trained models", hidden_table(logs), CI)
+    c4b = run("C4b", DEPTH_PART, hidden_table(logs), CI)
     assert c4b[0].found == "more" and c4b[0].requirement == "parity"
     assert c4b[0].outcome == "against" and decide("C4b", c4b) == "not reproduced"
 
@@ -129,7 +141,7 @@ def test_censoring_counts_sinkhorn_staying_above_the_floor():
     no_skip = table["variant"].isin(VARIANTS[2:]) & (table["position"] >= 4)
     table.loc[no_skip, "softmax"] = 1e-18
     table.loc[no_skip, "sinkhorn"] = 1e-9
-    c4c = run("C4c", "trained models", table, CI)
+    c4c = run("C4c", MATCHED_PART, table, CI, collapse=halves(table))
     assert all(r.found == "less" and r.censored > 0 for r in c4c)
     assert decide("C4c", c4c) == "contradicted"
 
@@ -147,7 +159,8 @@ def test_run_refuses_data_that_is_not_the_registered_data():
     with pytest.raises(ValueError, match="registered for tasks"):
         run("C4a", "trained models", table[table["task"] != "text"], CI)
     with pytest.raises(ValueError, match="registered variants"):
-        run("C4c", "trained models", table[table["variant"] != "without FFN"], CI)
+        run("C4c", MATCHED_PART, table[table["variant"] != "without FFN"], CI,
+            collapse=halves(table))
     with pytest.raises(ValueError, match="has no part"):
         run("C4a", "random logits", table, CI)
     with pytest.raises(ValueError, match="check"):
@@ -193,9 +206,10 @@ def test_claim_rows_are_decided_by_their_rule():
         Claim("C99", "reproduced", "")
     with pytest.raises(ValueError, match="unknown verdict 'supported' for C4a"):
         Claim("C4a", "supported", "")
-    with pytest.raises(ValueError, match="unknown verdict 'reproduced' for B2"):
-        Claim("B2", "reproduced", "")
-    assert set(CLAIM_VERDICTS) & set(FINDING_VERDICTS) == {"undecided", "not testable here"}
+    with pytest.raises(ValueError, match="unknown verdict 'reproduced' for B3"):
+        Claim("B3", "reproduced", "")
+    assert set(CLAIM_VERDICTS) & set(FINDING_VERDICTS) == {"mixed", "undecided",
+                                                           "not testable here"}
 
 
 # ----------------------------------------------------------------------------- calibration
@@ -217,7 +231,9 @@ def null_design(correlation: float, seeds: int, rng: np.random.Generator, effect
 
 
 def finds_the_effect(claim_id: str, logs: np.ndarray) -> bool:
-    results = run(claim_id, "trained models", hidden_table(logs), CI)
+    table = hidden_table(logs)
+    part = {"C4b": DEPTH_PART, "C4c": MATCHED_PART}.get(claim_id, "trained models")
+    results = run(claim_id, part, table, CI, collapse=halves(table))
     return decide(claim_id, results) in ("reproduced", "partly reproduced")
 
 
@@ -289,6 +305,7 @@ def assert_results(results, expected):
     assert len(results) == len(expected)
     for r, e in zip(results, expected):
         got = asdict(r)
+        e = {"note": "", **e}
         assert set(got) == set(e)
         for key, value in e.items():
             assert _same(got[key], value), (r.task, key, got[key], value)
@@ -312,8 +329,9 @@ def table_rows(spec, variants=("full model",), seed=0):
 
 
 def _check(claim_id, part_name, rows, kind, direction, family_size, floor, first,
-           second=None, requires=False, margin=0.1, titles=None, tasks=None, profile=CI):
-    results = run(claim_id, part_name, pd.DataFrame(rows), profile, titles)
+           second=None, requires=False, margin=0.1, titles=None, tasks=None, profile=CI,
+           collapse=None):
+    results = run(claim_id, part_name, pd.DataFrame(rows), profile, titles, collapse)
     tasks = tasks or tuple(dict.fromkeys(r["task"] for r in rows))
     depths = {t: registry.registered_depth(t, profile) for t in tasks}
     expected = plain_run(rows, tasks, part_name, kind, direction, 1 - 0.05 / family_size, floor,
@@ -370,10 +388,11 @@ def test_contrast_run_matches_the_plain_loop_with_its_requirement():
             r["sinkhorn"] = FLOOR64 * math.exp(0.6 + 0.02 * r["unit"])
         if r["task"] == "mnist" and r["position"] == 8:
             r["softmax"], r["sinkhorn"] = 1e-16, 1.2e-15  # tied at the floor, late
-    results = _check("C4b", "trained models", rows, "contrast", "more", 3, FLOOR64,
+    results = _check("C4b", DEPTH_PART, rows, "contrast", "more", 6, FLOOR64,
                      (("full model",), FIRST_HALF), (("full model",), SECOND_HALF),
                      requires=True, profile=at_depths(CI, mnist=8))
-    assert [r.requirement for r in results] == ["more", "parity", "not less"]
+    # at C4b's family of 6 (both parts), cats_dogs's requirement is not decided either way
+    assert [r.requirement for r in results] == ["more", "parity", "undecided"]
     assert [r.found for r in results] == ["more", "more", "more"]
     assert [r.outcome for r in results] == ["agrees", "against", "undecided"]
     assert results[2].units == (4,) and results[2].values == 4 * 6 + 4 * 6
@@ -389,8 +408,9 @@ def test_contrast_with_other_variants_and_too_few_units():
             "mnist": (3, 12, lambda u, v, l: [0.5, 0.6, 0.0, 0.0][v] + 0.8 * (u - 1)),
             "cats_dogs": (2, 12, lambda u, v, l: [0.9, 0.9, 0.1, 0.1][v])}
     rows = table_rows(spec, VARIANTS, seed=4)
-    results = _check("C4c", "trained models", rows, "contrast", "more", 3, FLOOR64,
-                     (VARIANTS[:2], FIRST_HALF), (VARIANTS[2:], FIRST_HALF), requires=True)
+    results = _check("C4c", MATCHED_PART, rows, "contrast", "more", 3, FLOOR64,
+                     (VARIANTS[:2], FIRST_HALF), (VARIANTS[2:], FIRST_HALF), requires=True,
+                     collapse=halves(pd.DataFrame(rows)))
     assert [r.requirement for r in results] == ["more", "undecided", "undecided"]
     assert [r.found for r in results] == ["more", "more", "undecided"]
     assert [r.outcome for r in results] == ["agrees", "undecided", "undecided"]
@@ -401,13 +421,14 @@ def test_mechanism_contrast_behind_or_not_ahead_is_against():
     spec = {"mnist": (5, 10, lambda u, v, l: [-0.5, -1.2][v] + 0.02 * u),
             "cats_dogs": (6, 10, lambda u, v, l: [-0.04 + 0.1 * (u % 3 - 1), -1.0][v])}
     rows = table_rows(spec, ("one input", "inputs mixed"), seed=8)
-    results = _check("B2", "trained models", rows, "contrast", "more", 2, FLOOR64,
+    results = _check("C6d", "trained models, correlation broken", rows, "contrast", "more", 2,
+                     FLOOR64,
                      (("one input",), FROM_TWO), (("inputs mixed",), FROM_TWO), requires=True,
                      profile=at_depths(CI, mnist=10, cats_dogs=10))
     assert [r.requirement for r in results] == ["less", "not more"]
     assert [r.found for r in results] == ["more", "more"]
     assert [r.outcome for r in results] == ["against", "against"]
-    assert decide("B2", results) == "not supported"
+    assert decide("C6d", results) == "not reproduced"
 
 
 def test_groups_run_matches_welch_on_every_task():
@@ -441,7 +462,7 @@ def test_groups_run_matches_welch_on_every_task():
     assert len({r.found for r in results}) >= 3
 
 
-def test_groups_of_pairs_on_the_float32_floor():
+def test_groups_of_pairs_on_the_float32_floor(monkeypatch):
     rng = np.random.default_rng(2)
     rows = []
     for i, task in enumerate(("σ = 1", "σ = 4")):
@@ -454,8 +475,12 @@ def test_groups_of_pairs_on_the_float32_floor():
                         soft, sink = (1e-7, 1e-6) if group == "other" else (1e-7, 2e-3)
                     rows.append({"task": task, "group": group, "unit": u, "position": depth,
                                  "softmax": soft, "sinkhorn": sink})
-    results = _check("C6d", "random networks with skips and LayerNorm, path products", rows,
-                     "groups", "more", 12, FLOOR32, ((), FROM_TWO), profile=at_depths(CI, 6))
+    # a groups part of pairs on the float32 floor (as C6d's random networks once were)
+    part = Part("networks", registry.PATHS, "network / pool", "groups", "more",
+                ("σ = 1", "σ = 4"), registry.PRODUCTS, precision="float32")
+    monkeypatch.setitem(CLAIMS, "C6d", replace(CLAIMS["C6d"], parts=(part,)))
+    results = _check("C6d", "networks", rows, "groups", "more", 2, FLOOR32, ((), FROM_TWO),
+                     profile=at_depths(CI, 6))
     # the pairs at depth 6 of the other group are at the floor on both sides: ties
     assert [r.censored for r in results] == [9, 9] and [r.tied for r in results] == [5, 5]
 
@@ -514,12 +539,12 @@ def test_one_value_per_unit_without_positions_or_variants():
     assert [r.units for r in results] == [(3,), (4,), (5,), (6,), (7,)]
 
 
-def test_no_more_claims_on_random_products():
+def test_parity_claims_on_random_products():
     spec = {"independent logits": (6, 9, lambda u, v, l: 0.02 * (u - 2.5) + (l == 1) * 5.0)}
     rows = table_rows(spec)
     for r in rows:
         del r["variant"]
-    results = _check("C6a", "random matrices", rows, "paired", "no more", 1, FLOOR64,
+    results = _check("C6a", "random matrices", rows, "paired", "parity", 1, FLOOR64,
                      ((), FROM_TWO), profile=at_depths(CI, 9))
     assert results[0].found == "parity" and results[0].level == pytest.approx(0.95)
 
@@ -602,8 +627,12 @@ def test_selections_and_statements_in_words():
 
     assert first("C4a").selection() == "layers 1–L; full model"
     assert first("C4b").selection() == "layers 1–L/2 full model against layers L/2+1–L full model"
-    assert first("C4c").selection() == ("layers 1–L/2 full model, without FFN against layers "
-                                        "1–L/2 without skip, pure attention (no FFN, no skip)")
+    assert CLAIMS["C4b"].parts[1].selection() == ("layers before collapse to half full model "
+                                                  "against layers after collapse to half full "
+                                                  "model")
+    assert first("C4c").selection() == ("layers before collapse to half full model, without "
+                                        "FFN against layers before collapse to half without "
+                                        "skip, pure attention (no FFN, no skip)")
     assert first("C6a").selection() == "depths 2–L" and first("C8").selection() == \
         "one value per unit"
     assert CLAIMS["C10"].parts[1].selection() == "layers 1, L/2, L; full model"
@@ -640,10 +669,22 @@ def test_registered_parts_written_out():
     assert CLAIMS["C10"].parts[1].span == Span(points=(1, "half", "L"))
     assert tasks_of(CLAIMS["C10"].parts[1], CI) == trained
     assert CLAIMS["C6b"].parts[0].quantity == PATH_WORDS
-    assert [p.precision for p in CLAIMS["C6d"].parts] == ["float32", "float64", "float64",
-                                                          "float64"]
+    assert [(p.name, p.test, p.direction, p.requires) for p in CLAIMS["C6d"].parts] == [
+        ("trained models, correlation broken", "contrast", "more", True)]
+    assert [p.direction for p in CLAIMS["C6a"].parts + CLAIMS["C6b"].parts] == ["parity"] * 2
+    assert CLAIMS["C6a"].claim.endswith("(parity)") and "parity" in CLAIMS["C6b"].claim
+    assert [p.name for p in CLAIMS["C4b"].parts] == [DEPTH_PART, COLLAPSE_PART]
+    assert CLAIMS["C4b"].parts[1].span == Span(1, "collapse") and \
+        CLAIMS["C4b"].parts[1].against_span == Span("collapse+1", "L")
+    assert CLAIMS["C4c"].parts[0].span == Span(1, "collapse") and CLAIMS["C4c"].parts[0].requires
+    assert "log-ratio scale" in CLAIMS["C4c"].parts[0].estimate()
+    assert {p.estimate() for c in ("C1", "C2a", "C3a", "C3b", "C3c")
+            for p in CLAIMS[c].parts} == {
+        "the largest relative residual after the last layer, over the logit scales",
+        "the 99% quantile of the row error after 50 iterations", "the log-log slope",
+        "smallest bound / measured"}
     assert CLAIMS["C4a"].finding is False and CLAIMS["B4"].finding is True
-    assert CLAIMS["C10"].rule == "finding" and CLAIMS["B2"].rule == "mechanism"
+    assert CLAIMS["C10"].rule == "finding" and CLAIMS["C6d"].rule == "claim"
     with pytest.raises(ValueError, match=r"^C9 has no part 'x'; its parts: random logits, "
                                          r"trained models$"):
         CLAIMS["C9"].part("x")
@@ -666,8 +707,8 @@ def test_task_labels_and_family_words():
     assert family_level_words(2) == "97.5% each (2 tests)"
     assert family_level_words(3) == "98.3% each (3 tests)"
     assert family_level_words(12) == "99.6% each (12 tests)"
-    sizes = {"C1": 1, "C2a": 1, "C4a": 3, "C4b": 3, "C5": 1, "C6a": 1, "C6c": 6, "C6d": 12,
-             "C7": 1, "C8": 3, "C9": 8, "C10": 11, "B1": 2, "B2": 2, "B3": 6, "B4": 3}
+    sizes = {"C1": 1, "C2a": 1, "C4a": 3, "C4b": 6, "C4c": 3, "C5": 1, "C6a": 1, "C6c": 6,
+             "C6d": 2, "C7": 1, "C8": 3, "C9": 8, "C10": 11, "B1": 2, "B3": 6, "B4": 3}
     assert {cid: family(cid, CI) for cid in sizes} == sizes
 
 
@@ -693,8 +734,10 @@ def test_decide_by_each_rule():
         return Result("p", task, 1.0, found, outcome, at=at)
 
     assert decide("C4a", [r("more", "agrees"), r("parity", "against")]) == "partly reproduced"
-    assert decide("B2", [r("more", "agrees"), r("more", "against")]) == "mixed"
-    assert decide("B2", [r("more", "agrees")]) == "supported"
+    assert decide("C6d", [r("more", "agrees"), r("less", "opposite")]) == "mixed"
+    assert decide("C6d", [r("more", "agrees")]) == "reproduced"
+    with pytest.raises(ValueError, match="unknown claim id 'B2'"):
+        decide("B2", [r("more", "agrees")])
     assert decide("C10", [r("more", "agrees"), r("more", "agrees")]) == "Sinkhorn higher"
     assert decide("B3", [r("less", "agrees"), r("undecided", "undecided")]) == \
         "Sinkhorn lower in part"
@@ -713,20 +756,21 @@ def test_decide_by_each_rule():
 
 
 CLAIM_IDS = ("C1, C2a, C3a, C3b, C3c, C4a, C4b, C4c, C4d, C4e, C5, C6a, C6b, C6c, C6d, C7, C8, "
-             "C9, C10, B1, B2, B3, B4")
+             "C9, C10, B1, B3, B4")
 
 
 def test_claims_written_out():
     with pytest.raises(ValueError, match=rf"^unknown claim id 'C99'; the claims are {CLAIM_IDS}$"):
         Claim("C99", "reproduced", "")
     with pytest.raises(ValueError, match=r"^unknown verdict 'supported' for C4a; valid: "
-                                         r"reproduced, partly reproduced, not reproduced, "
-                                         r"contradicted, undecided, not testable here$"):
+                                         r"reproduced, partly reproduced, mixed, not "
+                                         r"reproduced, contradicted, undecided, not testable "
+                                         r"here$"):
         Claim("C4a", "supported", "")
     with pytest.raises(ValueError, match=r"^unknown verdict 'reproduced' for C10; valid: "
                                          r"Sinkhorn higher, Sinkhorn lower, Sinkhorn higher in "
                                          r"part, Sinkhorn lower in part, parity, parity in part, "
-                                         r"mixed, supported, not supported, fewer iterations "
+                                         r"mixed, fewer iterations "
                                          r"suffice, all iterations needed, undecided, not "
                                          r"testable here$"):
         Claim("C10", "reproduced", "")
@@ -747,16 +791,12 @@ def test_claims_written_out():
         "- **C9** doubly stochastic attention spreads attention more evenly (higher row "
         "entropy) (tested here: random logits; the claims ledger decides the claim with "
         "trained models too): **reproduced**. Random only.")
-    two = Result("random networks with skips and LayerNorm, hidden states", "σ = 1", 1.2,
-                 "more", "agrees", 1.1, 1.3, 0.99, (4,))
-    three = replace(two, part="random networks with skips, no LayerNorm, hidden states")
-    c6d = Claim.of("C6d", [two, three], "Both.")
-    assert c6d.markdown() == (
-        "- **C6d** the hypothesis: input dependence along a path produces the advantage "
-        "(tested here: random networks with skips and LayerNorm, hidden states; random "
-        "networks with skips, no LayerNorm, hidden states; the claims ledger decides the "
-        "claim with random networks with skips and LayerNorm, path products; trained models, "
-        "correlation broken too): **reproduced**. Both.")
+    early = Result(DEPTH_PART, "text", 1.2, "more", "agrees", 1.1, 1.3, 0.99, (4,))
+    c4b = Claim.of("C4b", [early], "Early.")
+    assert c4b.markdown() == (
+        "- **C4b** the advantage is most visible in early layers, before rank collapse becomes "
+        "severe (tested here: trained models, by relative depth; the claims ledger decides the "
+        "claim with trained models, by collapse too): **reproduced**. Early.")
     assert Claim("C9", "undecided", "Nothing.").markdown() == (
         "- **C9** doubly stochastic attention spreads attention more evenly (higher row "
         "entropy): **undecided**. Nothing.")
@@ -768,7 +808,7 @@ def test_claims_written_out():
 
 def test_claims_markdown_joins_the_rules_it_needs():
     c4a = Claim("C4a", "reproduced", "Yes.")
-    b2 = Claim("B2", "supported", "It holds.")
+    b2 = Claim("B3", "Sinkhorn higher", "It holds.")
     claims = claims_markdown([c4a, c4a])
     assert claims.startswith(c4a.markdown() + "\n" + c4a.markdown() + "\n\nEach comparison is "
                              "Sinkhorn / softmax over independent units")
@@ -787,7 +827,7 @@ def test_claims_markdown_joins_the_rules_it_needs():
 
 def test_registry_rows_written_out():
     table = registry.rows(CI)
-    assert len(table) == 31
+    assert len(table) == 28
     by = {(r["id"], r["part"]): r for r in table}
     assert by["C5", "–"] == {
         "id": "C5", "claim": "the paper's settings: 24 layers, width 128, 4 heads, its three "
@@ -800,28 +840,32 @@ def test_registry_rows_written_out():
         "id": "C1", "claim": "repeated attention mixing drives all tokens to one vector (rank "
         "collapse)", "part": "random pure attention", "quantity": "relative residual of the "
         "last hidden state, pure softmax attention (no FFN, no skip) with random weights",
-        "where": "–", "unit": "weight draw", "estimate": "the checked value", "direction": "–",
+        "where": "–", "unit": "weight draw", "estimate": "the largest relative residual after "
+        "the last layer, over the logit scales", "direction": "–",
         "test": "below 1e-08 at every logit scale", "tasks": ("every logit scale",),
         "family": "–"}
-    assert by["C4b", "trained models"] == {
-        "id": "C4b", "claim": "the advantage is most visible in early layers",
-        "part": "trained models", "quantity": HIDDEN,
+    assert by["C4b", DEPTH_PART] == {
+        "id": "C4b", "claim": "the advantage is most visible in early layers, before rank "
+        "collapse becomes severe", "part": DEPTH_PART, "quantity": HIDDEN,
         "where": "layers 1–L/2 full model against layers L/2+1–L full model",
         "unit": "training seed", "estimate": "Sinkhorn / softmax early over that late",
-        "direction": "Sinkhorn higher", "test": CONTRAST_WORDS + "; margin 1.1", "tasks": ("text", "mnist", "cats_dogs"),
-        "family": "3"}
+        "direction": "Sinkhorn higher", "test": CONTRAST_WORDS + "; margin 1.1",
+        "tasks": ("text", "mnist", "cats_dogs"), "family": "6"}
+    assert by["C4b", COLLAPSE_PART]["where"] == ("layers before collapse to half full model "
+                                                 "against layers after collapse to half full "
+                                                 "model")
     assert by["C10", "trained layers"]["family"] == "11"
     assert by["C10", "trained layers"]["direction"] == "either way (a question)"
-    assert by["C6a", "random matrices"]["direction"] == "no Sinkhorn advantage"
+    assert by["C6a", "random matrices"]["direction"] == "parity"
     assert by["C8", "trained models"]["direction"] == "Sinkhorn matches or improves"
     assert by["B4", "Sinkhorn-trained models"]["family"] == "3"
     assert by["B4", "Sinkhorn-trained models"]["direction"] == "parity"
     assert [r["id"] for r in table][:4] == ["C1", "C2a", "C2a", "C3a"]
     assert by["C4a", "trained models"]["estimate"] == "Sinkhorn / softmax"
     assert by["C6c", "random against trained"]["estimate"] == "random / trained residual"
-    assert by["B2", "trained models"]["estimate"] == by[
-        "C6d", "trained models, correlation broken"]["estimate"]
-    assert by["B2", "trained models"]["estimate"].endswith("over that with inputs mixed")
+    assert by["C6d", "trained models, correlation broken"]["estimate"].endswith(
+        "over that with inputs mixed")
+    assert by["C3b", "random pure stack"]["estimate"] == "smallest bound / measured"
 
 
 def test_the_hidden_state_part_helper_defaults():
@@ -845,14 +889,14 @@ def test_a_contrast_decides_its_requirement_at_its_own_margin(monkeypatch):
     part = CLAIMS["C4b"].parts[0]
     wide = replace(part, margin=0.3)
     monkeypatch.setitem(CLAIMS, "C4b", replace(CLAIMS["C4b"], parts=(wide,)))
-    results = _check("C4b", "trained models", rows, "contrast", "more", 3, FLOOR64,
+    results = _check("C4b", DEPTH_PART, rows, "contrast", "more", 3, FLOOR64,
                      (("full model",), FIRST_HALF), (("full model",), SECOND_HALF),
                      requires=True, margin=0.3)
     assert [r.requirement for r in results] == ["parity"] * 3  # 1.22 is within 1.3
     assert [r.outcome for r in results] == ["against"] * 3
     free = replace(part, requires=False)
     monkeypatch.setitem(CLAIMS, "C4b", replace(CLAIMS["C4b"], parts=(free,)))
-    results = _check("C4b", "trained models", rows, "contrast", "more", 3, FLOOR64,
+    results = _check("C4b", DEPTH_PART, rows, "contrast", "more", 3, FLOOR64,
                      (("full model",), FIRST_HALF), (("full model",), SECOND_HALF))
     assert [r.requirement for r in results] == [None] * 3
     assert [r.outcome for r in results] == ["agrees"] * 3
@@ -886,21 +930,21 @@ def test_rows_without_a_unit_id_are_refused():
     with pytest.raises(ValueError, match=r"^C4a / trained models, task 'mnist': 48 rows have no "
                                          r"unit id \(NaN\).*every row"):
         run("C4a", "trained models", table, CI)
-    with pytest.raises(ValueError, match=r"^C4b / trained models, task 'mnist': 48 rows"):
-        run("C4b", "trained models", table, CI)
+    with pytest.raises(ValueError, match=r"^C4b / trained models, by relative depth, task 'mnist': 48 rows"):
+        run("C4b", DEPTH_PART, table, CI)
 
 
 def test_a_unit_missing_from_the_second_selection_of_a_contrast_is_refused():
     table = registered_table()
     late = (table["task"] == "text") & (table["unit"] == 3) & (table["position"] > 6)
-    with pytest.raises(ValueError, match=r"^C4b / trained models, task 'text': unit 3 lacks "
+    with pytest.raises(ValueError, match=r"^C4b / trained models, by relative depth, task 'text': unit 3 lacks "
                                          r"rows at .*layers L/2\+1–L full model"):
-        run("C4b", "trained models", table[~late], CI)
+        run("C4b", DEPTH_PART, table[~late], CI)
     no_skip = (table["task"] == "cats_dogs") & (table["unit"] == 5) & \
         table["variant"].isin(VARIANTS[2:])
-    with pytest.raises(ValueError, match=r"^C4c / trained models, task 'cats_dogs': unit 5 "
+    with pytest.raises(ValueError, match=r"^C4c / trained models, at matched residual level, task 'cats_dogs': unit 5 "
                                          r"lacks rows"):
-        run("C4c", "trained models", table[~no_skip], CI)
+        run("C4c", MATCHED_PART, table[~no_skip], CI, collapse=halves(table[~no_skip]))
 
 
 def test_a_unit_without_some_registered_layers_is_refused_in_a_paired_test_too():
@@ -926,10 +970,10 @@ def test_a_table_without_its_last_layer_is_refused_not_split_elsewhere():
     against 6-11."""
     table = registered_table()
     short = table[~((table["task"] == "mnist") & (table["position"] == 12))]
-    with pytest.raises(ValueError, match=r"^C4b / trained models, task 'mnist': the table has "
+    with pytest.raises(ValueError, match=r"^C4b / trained models, by relative depth, task 'mnist': the table has "
                                          r"no rows at layers \[12\] of layers L/2\+1–L \(depth "
                                          r"12 registered for this task"):
-        run("C4b", "trained models", short, CI)
+        run("C4b", DEPTH_PART, short, CI)
     deeper = registered_table(depth=14)  # 14 layers where 12 are registered
     with pytest.raises(ValueError, match=r"positions \[13, 14\] lie outside 1–12"):
         run("C4a", "trained models", deeper, CI)
@@ -945,20 +989,20 @@ def test_spans_resolve_against_the_registered_depth_of_each_task():
     rows = table_rows({"text": (4, 12, lambda u, v, l: 0.5 if l <= 6 else 0.0),
                        "mnist": (4, 8, lambda u, v, l: 0.5 if l <= 4 else 0.0),
                        "cats_dogs": (4, 12, lambda u, v, l: 0.5 if l <= 6 else 0.0)})
-    results = run("C4b", "trained models", pd.DataFrame(rows), deep)
+    results = run("C4b", DEPTH_PART, pd.DataFrame(rows), deep)
     assert all(r.number == pytest.approx(math.exp(0.5), rel=0.05) for r in results)
 
 
 def test_registered_words_are_refused_when_misspelt():
     with pytest.raises(ValueError, match=r"^C4a: unknown rule 'claims'; the rules are claim, "
-                                         r"finding, mechanism, iterations$"):
+                                         r"finding, iterations$"):
         replace(CLAIMS["C4a"], rule="claims")
     with pytest.raises(ValueError, match=r"^part 'trained models': unknown task set 'each "
                                          r"trained tasks'; a part's tasks are one of 'each "
                                          r"trained task', "):
         replace(CLAIMS["C4a"].parts[0], tasks="each trained tasks")
-    with pytest.raises(ValueError, match=r"^a span's end is a whole number, 'L', 'half' or "
-                                         r"'half\+1'; got 'Half'"):
+    with pytest.raises(ValueError, match=r"^a span's end is a whole number, 'L', 'half', "
+                                         r"'half\+1', 'collapse' or 'collapse\+1'; got 'Half'"):
         Span("Half")
     with pytest.raises(ValueError, match=r"got 'l'"):
         Span(points=(1, "l"))
@@ -989,3 +1033,106 @@ def test_the_sequence_refuses_units_without_an_id_or_a_count():
                                          r"lacks a value at 2 iterations; measure every unit at "
                                          r"every iteration count"):
         run_sequence("B4", gap, CI)
+
+
+# ----------------------------------------------------------------------------- collapse windows
+
+
+def curve_table(curves: dict[tuple[str, str], list[float]], units: int = 3) -> pd.DataFrame:
+    """A per_unit-shaped table of the softmax models' relative residual: per (task,
+    variant) the curve over layers 1..L, each unit the curve times a factor whose geometric
+    mean over units is 1 (so the geometric mean is the curve)."""
+    factors = [0.5, 1.0, 2.0][:units]
+    return pd.DataFrame([{"task": t, "variant": v, "position": layer, "unit": u,
+                          "softmax": value * factors[u], "sinkhorn": 1.0}
+                         for (t, v), curve in curves.items()
+                         for layer, value in enumerate(curve, start=1)
+                         for u in range(units)])
+
+
+def test_collapse_layers_written_out():
+    """Never below half: k = L; first below half at layer 3: k = 2; a curve that dips below
+    half at layer 2 and comes back: the first fall counts (k = 1); below half at layer 1
+    already: k = 0; exactly half is not below."""
+    profile = at_depths(CI, text=4, mnist=4, cats_dogs=4)
+    table = curve_table({
+        ("text", "full model"): [0.9, 0.8, 0.7, 0.6],
+        ("text", "without skip"): [0.9, 0.6, 0.4, 0.1],
+        ("mnist", "full model"): [0.9, 0.4, 0.8, 0.9],
+        ("mnist", "without skip"): [0.3, 0.2, 0.1, 0.1],
+        ("cats_dogs", "full model"): [0.5, 0.5, 0.5, 0.5]})
+    assert registry.collapse_layers(table, profile) == {
+        ("text", "full model"): 4, ("text", "without skip"): 2,
+        ("mnist", "full model"): 1, ("mnist", "without skip"): 0,
+        ("cats_dogs", "full model"): 4}
+    assert registry.COLLAPSE_LEVEL == 0.5
+    # the curve is the geometric mean over units: 0.2, 0.8 and 3.2 give 0.8
+    spread = pd.DataFrame([{"task": "text", "variant": "v", "position": p, "unit": u,
+                            "softmax": s} for p in (1, 2) for u, s in enumerate(
+                                (0.2, 0.8, 3.2) if p == 1 else (0.1, 0.1, 10.0))])
+    assert registry.collapse_layers(spread, at_depths(CI, text=2)) == {("text", "v"): 1}
+    with pytest.raises(ValueError, match=r"^collapse_layers, task 'text', variant 'v': no rows "
+                                         r"at layers \[2\] of 1–2$"):
+        registry.collapse_layers(spread[spread["position"] == 1], at_depths(CI, text=2))
+    with pytest.raises(ValueError, match="positive and finite"):
+        registry.collapse_layers(spread.assign(softmax=0.0), at_depths(CI, text=2))
+
+
+def test_collapse_spans_resolve_per_variant_and_say_so():
+    assert Span(1, "collapse").words() == "layers before collapse to half"
+    assert Span("collapse+1", "L").words() == "layers after collapse to half"
+    assert Span(1, "collapse").positions(6, 2) == [1, 2]
+    assert Span("collapse+1", "L").positions(6, 2) == [3, 4, 5, 6]
+    assert Span(1, "collapse").window(6, 0) == [] and Span("collapse+1", "L").window(6, 6) == []
+    with pytest.raises(ValueError, match="needs the collapse layer"):
+        Span(1, "collapse").positions(6)
+    with pytest.raises(ValueError, match="for a contrast"):
+        Part("p", "q", "u", "paired", "more", ("t",), Span(1, "collapse"))
+    assert "collapse" in registry.SPAN_ENDS and "collapse+1" in registry.SPAN_ENDS
+
+
+def test_c4b_by_collapse_uses_each_tasks_k_and_is_untested_where_a_window_is_empty():
+    """Sinkhorn's log ratio 0.5 in layers 1..k, 0 after: the contrast finds exp(0.5) where k
+    is inside 1..L-1; k = L (never collapses) and k = 0 leave a window empty: untested, with
+    the reason in words; the claim rule leaves them out."""
+    ks = {"text": 3, "mnist": 12, "cats_dogs": 0}
+    rows = table_rows({t: (4, 12, lambda u, v, l, k=k: 0.5 if l <= k else 0.0)
+                       for t, k in ks.items()})
+    collapse = {(t, "full model"): k for t, k in ks.items()}
+    results = run("C4b", COLLAPSE_PART, pd.DataFrame(rows), CI, collapse=collapse)
+    text, mnist, cats = results
+    assert text.number == pytest.approx(math.exp(0.5), rel=0.05) and text.outcome == "agrees"
+    assert text.note == "" and text.level == pytest.approx(1 - 0.05 / 6)
+    assert (mnist.outcome, mnist.found, mnist.number, mnist.units) == ("untested", "undecided",
+                                                                       None, ())
+    assert mnist.note == ("full model: the softmax model keeps at least half its input's "
+                          "residual at every layer: no layer after collapse to half; the test "
+                          "cannot be carried out")
+    assert cats.note == ("full model: the softmax model keeps less than half its input's "
+                         "residual already at layer 1: no layer before collapse to half; the "
+                         "test cannot be carried out")
+    assert decide("C4b", results) == "reproduced"
+    with pytest.raises(ValueError, match=r"^C4b / trained models, by collapse, task 'text': the "
+                                         r"part's span ends at the collapse layer, and "
+                                         r"`collapse` has no k for \['full model'\]"):
+        run("C4b", COLLAPSE_PART, pd.DataFrame(rows), CI)
+    with pytest.raises(ValueError, match=r"task 'mnist': the collapse layer of 'full model' is "
+                                         r"13; it is a whole number in 0–12$"):
+        run("C4b", COLLAPSE_PART, pd.DataFrame(rows), CI,
+            collapse={**collapse, ("mnist", "full model"): 13})
+
+
+def test_c4c_compares_each_variant_over_its_own_window():
+    """With skips: full model k = 2 (log ratio 0.6), without FFN k = 4 (0.3); without
+    skips: without skip k = 1 (0.1), pure k = 0 (drops out). Per unit the mean over the
+    selected cells: (2 * 0.6 + 4 * 0.3) / 6 = 0.4 against 0.1: exp(0.3)."""
+    level = [0.6, 0.3, 0.1, 5.0]
+    rows = table_rows({t: (5, 12, lambda u, v, l: level[v]) for t in CI.tasks}, VARIANTS)
+    ks = dict(zip(VARIANTS, (2, 4, 1, 0)))
+    collapse = {(t, v): k for t in CI.tasks for v, k in ks.items()}
+    results = run("C4c", MATCHED_PART, pd.DataFrame(rows), CI, collapse=collapse)
+    assert all(r.number == pytest.approx(math.exp(0.3), rel=0.05) for r in results)
+    assert all(r.note.startswith("pure attention (no FFN, no skip): the softmax model keeps "
+                                 "less than half") and r.note.endswith("(left out)")
+               for r in results)
+    assert all(r.units == (5,) for r in results)

@@ -268,8 +268,8 @@ def test_compare_table_per_group_and_describe():
     rows = _depth_table([(1, 2.0), (2, 2.0), (3, 1.0), (4, 0.5)])
     result = compare_table(rows, "pool", by=["depth"])
     assert list(result.verdict) == ["more", "more", "parity", "less"]
-    assert describe(result, "depth") == ("Sinkhorn keeps more at depths 1–2; Sinkhorn keeps "
-                                         "less at depth 4; parity at depth 3.")
+    assert describe(result, "depth") == ("Sinkhorn higher at depths 1–2; Sinkhorn lower "
+                                         "at depth 4; parity at depth 3.")
     with pytest.raises(ValueError, match="no rows for sinkhorn"):
         compare_table(rows.query("normalization == 'softmax'"), "pool")
 
@@ -601,17 +601,17 @@ def test_compare_groups_matches_welch_in_every_field():
 
 def test_summaries_written_out():
     c = compare([1.0] * 4 + [1e-20], [2.0, 2.2, 1.9, 2.1, 2e-15], floor=1e-15)
-    assert c.summary() == ("Sinkhorn keeps more (ratio 2.04, 95% interval 1.90–2.18, 5 units, "
-                           "1 at the rounding floor)")
+    assert c.summary() == ("ratio 2.04 (95% interval 1.90–2.18, 5 units, "
+                           "1 at the rounding floor): higher")
     assert c.ratio == pytest.approx((2.0 * 2.2 * 1.9 * 2.1 * 2.0) ** 0.2)
     plain = compare([1.0, 1.0, 1.0], [2.0, 2.0, 2.0], level=1 - 0.05 / 3)
-    assert plain.summary("seeds", {"more": "larger"}) == (
-        "larger (ratio 2.00, 98.3% interval 2.00–2.00, 3 seeds)")
+    assert plain.summary("seeds") == (
+        "ratio 2.00 (98.3% interval 2.00–2.00, 3 seeds): higher")
     few = compare([1.0, 2.0], [1.0, 2.0])
-    assert few.summary("pools") == "undecided (2 pools, too few: no interval)"
+    assert few.summary("pools") == "no interval (2 pools, too few): undecided"
     tied = compare([1e-20] * 4 + [1.0], [1e-19] * 4 + [2.0], floor=1e-15)
-    assert tied.summary() == ("undecided (5 units, mostly tied at the rounding floor: no "
-                              "interval)")
+    assert tied.summary() == ("no interval (5 units, mostly tied at the rounding floor): "
+                              "undecided")
 
 
 def test_unit_values_keys_order_and_messages():
@@ -704,12 +704,12 @@ def test_ranges_and_describe_written_out():
     results = pd.DataFrame({"layer": [1, 2, 3, 4, 5, 6, 7],
                             "verdict": ["not less", "undecided", "less", "more", "parity",
                                         "not more", "not more"]})
-    assert describe(results, "layer", "layer", more="Sinkhorn higher", less="Sinkhorn lower") \
-        == ("Sinkhorn higher at layer 4; Sinkhorn lower at layer 3; parity at layer 5; "
-            "Sinkhorn not ahead by the margin at layers 6–7; Sinkhorn not behind by the "
+    assert describe(results, "layer", "layer", more="random higher", less="random lower") \
+        == ("random higher at layer 4; random lower at layer 3; parity at layer 5; "
+            "not higher by the margin at layers 6–7; not lower by the "
             "margin at layer 1; undecided at layer 2.")
     assert describe(results.iloc[:0], "layer") == "no comparison."
-    assert describe(results.iloc[3:4], "layer") == "Sinkhorn keeps more at depth 4."
+    assert describe(results.iloc[3:4], "layer") == "Sinkhorn higher at depth 4."
 
 
 def test_two_groups_both_mostly_at_the_floor_tie_and_decide_nothing():

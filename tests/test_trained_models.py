@@ -90,26 +90,34 @@ def test_analyse_and_claims_tables():
     assert set(path_table.setting) == {"toy, full model", "toy, without skip"}
     c4 = claims(result, {"text": "toy"}, profile("text"))
     assert [c.id for c in c4] == ["C4a", "C4b", "C4c", "C4d", "C4e"]
-    assert all(r.task == "toy" and r.units == (3,) for c in c4 for r in c.results)
+    assert all(r.task == "toy" and r.units == (3,) for c in c4 for r in c.results
+               if r.outcome != "untested")
+    assert [r.part for r in c4[1].results] == ["trained models, by relative depth",
+                                               "trained models, by collapse"]
     c2a, c9 = trained_attention_claims(stats, {"text": "toy"}, profile("text"))
     assert c2a.id == "C2a" and c9.id == "C9" and "logit scale" in c2a.finding
     assert c2a.results[0].number == pytest.approx(
         stats[stats.normalization == "sinkhorn"].marginal_error.quantile(0.99))
 
 
-def constructed(ratios: dict[str, list[float]]) -> pd.DataFrame:
+def constructed(ratios: dict[str, list[float]],
+                relative: dict[str, list[float]] | None = None) -> pd.DataFrame:
     """Residual tables where Sinkhorn = ratio x softmax at each layer, for 6 training seeds
-    (two inputs each)."""
+    (two inputs each); the softmax models' relative residual (to layer 0) at layers 1..L is
+    `relative[variant]` (default 1 everywhere: they never collapse to half)."""
     rows = []
     for variant, per_layer in ratios.items():
+        curve = [1.0] + list((relative or {}).get(variant, [1.0] * len(per_layer)))
         for layer, ratio in enumerate([1.0] + per_layer):
             for seed in range(6):
                 for sample in range(2):
                     base = 0.1 * (1 + seed) * (1 + sample)
                     rows += [dict(task="t", variant=variant, layer=layer, seed=seed,
-                                  sample=sample, normalization="softmax", residual=base),
+                                  sample=sample, normalization="softmax", residual=base,
+                                  relative=curve[layer]),
                              dict(task="t", variant=variant, layer=layer, seed=seed,
-                                  sample=sample, normalization="sinkhorn", residual=ratio * base)]
+                                  sample=sample, normalization="sinkhorn", residual=ratio * base,
+                                  relative=ratio * curve[layer])]
     return pd.DataFrame(rows)
 
 
@@ -141,7 +149,7 @@ def test_layer_comparisons_and_claims_on_constructed_ratios():
     assert table.loc["full model", "largest_ratio_layer"] == 1
     assert table.loc["full model", "mean_log10_ratio"] == pytest.approx(2 * np.log10(2) / 3)
     sentences = layer_sentences(comparisons)
-    assert sentences[("t", "full model")] == ("Sinkhorn keeps more at layers 1–2; parity at "
+    assert sentences[("t", "full model")] == ("Sinkhorn higher at layers 1–2; parity at "
                                               "layer 3.")
     c4a, c4b, c4c, c4d, c4e = claims(analysis_of(residuals), {"t": "T"}, profile("t"))
     # complete models: mean log ratio over layers 1-3 is (2 log 2) / 3
@@ -152,28 +160,71 @@ def test_layer_comparisons_and_claims_on_constructed_ratios():
 
 
 def test_early_and_skip_contrasts_decide_c4b_and_c4c():
-    """Full model: ratio 4 in layers 1-2, 1 in 3-4 (early advantage); variants with skips
-    ratio 2 or 4 in the first half, without 1 (skip advantage); each seed is a unit."""
+    """Full model: ratio 4 in layers 1-2, 1 in 3-4 (early advantage), its softmax model
+    collapsing to half at layer 3 (k = 2); C4c compares each variant over its own layers
+    before collapse: with skips, full model 1-2 (ratio 4) and without FFN 1-4 (ratio 2,
+    never collapses); without skips, pure attention layer 1 (ratio 1, k = 1) while without
+    skip is below half at layer 1 already (k = 0) and drops out."""
     residuals = constructed({"full model": [4.0, 4.0, 1.0, 1.0], "without FFN": [2.0] * 4,
                              "without skip": [1.0] * 4,
-                             "pure attention (no FFN, no skip)": [1.0] * 4})
+                             "pure attention (no FFN, no skip)": [1.0] * 4},
+                            {"full model": [0.9, 0.6, 0.3, 0.2],
+                             "without FFN": [0.9, 0.8, 0.7, 0.6],
+                             "without skip": [0.4, 0.3, 0.2, 0.1],
+                             "pure attention (no FFN, no skip)": [0.9, 0.4, 0.6, 0.1]})
     _, c4b, c4c, _, _ = claims(analysis_of(residuals), {"t": "T"}, profile("t", depth=4))
-    assert c4b.results[0].number == pytest.approx(4.0) and c4b.verdict == "reproduced"
-    # first half, with skips: (2 log 4 + 2 log 2) / 4 = log 2^1.5
-    assert c4c.results[0].number == pytest.approx(2 ** 1.5) and c4c.verdict == "reproduced"
-    assert "larger early" in c4b.finding
+    depth, collapse = c4b.results
+    assert depth.number == pytest.approx(4.0) and collapse.number == pytest.approx(4.0)
+    assert c4b.verdict == "reproduced" and collapse.outcome == "agrees"
+    # with skips: (2 log 4 + 4 log 2) / 6 cells = (4/3) log 2; without: log 1
+    assert c4c.results[0].number == pytest.approx(2 ** (4 / 3)) and c4c.verdict == "reproduced"
+    assert c4c.results[0].note == ("without skip: the softmax model keeps less than half its "
+                                   "input's residual already at layer 1: no layer before "
+                                   "collapse to half (left out)")
+    assert "T: k = 2 (full model) of 4 layers" in c4b.finding
+    assert ("T: k = 2 (full model), k = 4 (without FFN), k = 0 (without skip), k = 1 (pure "
+            "attention (no FFN, no skip)) of 4 layers") in c4c.finding
+    assert "T: Sinkhorn / softmax early over that late 4.00 (" in c4b.finding
+    assert "T: Sinkhorn / softmax before collapse to half over that after 4.00 (" in c4b.finding
+    assert "tested on the log-ratio scale" in c4c.finding
     reverse = constructed({"full model": [1.0, 1.0, 4.0, 4.0], "without FFN": [1.0] * 4,
                            "without skip": [3.0] * 4,
                            "pure attention (no FFN, no skip)": [3.0] * 4})
     _, c4b, c4c, _, _ = claims(analysis_of(reverse), {"t": "T"}, profile("t", depth=4))
     assert c4b.verdict == "contradicted" and c4c.verdict == "contradicted"
+    # the softmax models never collapse to half: C4b's collapse test cannot be carried out
+    untested = c4b.results[1]
+    assert (untested.outcome, untested.found, untested.number) == ("untested", "undecided",
+                                                                   None)
+    assert untested.note == ("full model: the softmax model keeps at least half its input's "
+                             "residual at every layer: no layer after collapse to half; the "
+                             "test cannot be carried out")
+    assert "T: not testable here (full model: the softmax model keeps at least half" in \
+        c4b.finding
     # less behind with skips is not more ahead: no advantage, so the claim is not reproduced
     behind = constructed({"full model": [0.8] * 4, "without FFN": [0.8] * 4,
                           "without skip": [0.4] * 4,
                           "pure attention (no FFN, no skip)": [0.4] * 4})
     _, _, c4c, _, _ = claims(analysis_of(behind), {"t": "T"}, profile("t", depth=4))
     assert c4c.results[0].found == "more" and c4c.results[0].requirement == "less"
-    assert c4c.verdict == "not reproduced" and "T: Sinkhorn keeps less" in c4c.finding
+    assert c4c.verdict == "not reproduced"
+    assert "(the condition), Sinkhorn / softmax there: T: lower." in c4c.finding
+
+
+def test_c4c_is_untested_where_no_variant_without_skips_has_a_layer_before_collapse():
+    residuals = constructed({"full model": [2.0] * 4, "without FFN": [2.0] * 4,
+                             "without skip": [1.0] * 4,
+                             "pure attention (no FFN, no skip)": [1.0] * 4},
+                            {"without skip": [0.4] * 4,
+                             "pure attention (no FFN, no skip)": [0.3] * 4})
+    _, _, c4c, _, _ = claims(analysis_of(residuals), {"t": "T"}, profile("t", depth=4))
+    r = c4c.results[0]
+    assert (r.outcome, c4c.verdict) == ("untested", "not testable here")
+    assert r.note == ("without skip: the softmax model keeps less than half its input's "
+                      "residual already at layer 1: no layer before collapse to half; pure "
+                      "attention (no FFN, no skip): the softmax model keeps less than half its "
+                      "input's residual already at layer 1: no layer before collapse to half; "
+                      "the test cannot be carried out")
 
 
 def test_claims_table_counts_layers_tied_at_the_floor():

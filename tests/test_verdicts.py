@@ -8,15 +8,18 @@ import pytest
 
 from rankcollapse.verdicts import (Result, boundary, alternative, calibration, check_result,
                                    claim_verdict, finding_verdict, iterations_verdict,
-                                   mechanism_verdict, result_words, results_sentence,
-                                   simulate_outcomes)
+                                   opposite_boundary, part_words, result_words,
+                                   results_sentence, simulate_outcomes)
 
 
 @pytest.mark.parametrize("outcomes, expected", [
     (["agrees", "agrees", "agrees"], "reproduced"),
     (["agrees", "undecided", "against"], "partly reproduced"),
-    (["agrees", "opposite"], "contradicted"),
+    (["agrees", "opposite"], "mixed"),
+    (["agrees", "agrees", "undecided", "opposite"], "mixed"),
+    (["agrees", "untested", "opposite", "against"], "mixed"),
     (["against", "opposite"], "contradicted"),
+    (["undecided", "opposite", "untested"], "contradicted"),
     (["opposite"], "contradicted"),
     (["against", "undecided"], "not reproduced"),
     (["against"], "not reproduced"),
@@ -57,14 +60,6 @@ def test_findings_say_what_was_found(found, expected):
     assert finding_verdict(found) == expected
 
 
-@pytest.mark.parametrize("outcomes, expected", [
-    (["agrees", "undecided"], "supported"), (["against", "opposite"], "not supported"),
-    (["agrees", "against"], "mixed"), (["undecided"], "undecided"),
-    ([], "not testable here")])
-def test_mechanism_words(outcomes, expected):
-    assert mechanism_verdict(outcomes) == expected
-
-
 def test_iterations_are_tested_from_the_most_down_and_stop_at_the_first_gap():
     full = {50: "parity"}
     found = {"a": {**full, 20: "parity", 10: "parity", 5: "undecided", 2: "parity"},
@@ -85,15 +80,20 @@ def test_checks_and_their_words():
     assert check_result("p", "t", None, None).outcome == "untested"
     floor = check_result("p", "t", 2.2e-15, True, bound="≤")
     assert result_words(floor) == "≤2.2e-15"
-    assert results_sentence([ok]) == "t: the check passes, value 0.500."
+    assert results_sentence([ok]) == "t: the checked value 0.500: the check passes."
+    assert results_sentence([ok], ratio="smallest bound / measured") == \
+        "t: smallest bound / measured 0.500: the check passes."
 
 
 def test_results_read_with_their_interval_level_units_and_power():
     r = Result("trained models", "text", 1.32, "more", "agrees", 1.1, 1.58, 1 - 0.05 / 3, (5,),
                1.45)
     assert result_words(r) == "1.32 (98.3% interval 1.10–1.58, 5 seeds; detectable 1.45)"
-    assert results_sentence([r], words={"more": "larger"}) == \
-        "text: larger, ratio 1.32 (98.3% interval 1.10–1.58, 5 seeds; detectable 1.45)."
+    assert results_sentence([r]) == ("text: Sinkhorn / softmax 1.32 (98.3% interval "
+                                     "1.10–1.58, 5 seeds; detectable 1.45): higher.")
+    assert results_sentence([r], ratio="Sinkhorn / softmax early over that late") == (
+        "text: Sinkhorn / softmax early over that late 1.32 (98.3% interval 1.10–1.58, 5 "
+        "seeds; detectable 1.45): higher.")
     tied = Result("p", "t", 1.0, "undecided", "undecided", values=10, tied=6)
     assert "mostly tied at the rounding floor" in results_sentence([tied])
     assert results_sentence([]) == "no test."
@@ -140,7 +140,7 @@ def test_calibration_uses_the_design_of_the_results():
 # ----------------------------------------------------------------------------- exact values
 
 from references import plain_calibration, plain_claim_verdict, plain_simulate  # noqa: E402
-from rankcollapse.verdicts import comparative, marginal_check  # noqa: E402
+from rankcollapse.verdicts import marginal_check  # noqa: E402
 
 
 def test_result_record_and_its_checks():
@@ -150,13 +150,15 @@ def test_result_record_and_its_checks():
                           "outcome": "agrees", "low": 1.2, "high": 1.8, "level": 0.98,
                           "units": [5, 7], "detectable": 1.3, "censored": 2, "tied": 1,
                           "values": 20, "sd": [0.1, 0.2], "requirement": "more", "bound": "≤",
-                          "at": 3.0, "margin": 0.1}
+                          "at": 3.0, "margin": 0.1, "note": ""}
     bare = Result("p", "t", None, "not checked", "untested")
     assert bare.record() == {"part": "p", "task": "t", "number": None, "found": "not checked",
                              "outcome": "untested", "low": None, "high": None, "level": None,
                              "units": [], "detectable": None, "censored": 0, "tied": 0,
                              "values": 0, "sd": [], "requirement": None, "bound": "",
-                             "at": None, "margin": 0.1}
+                             "at": None, "margin": 0.1, "note": ""}
+    why = Result("p", "t", None, "undecided", "untested", note="no layer after collapse")
+    assert why.record()["note"] == "no layer after collapse"
     with pytest.raises(ValueError, match=r"^unknown outcome 'Agrees'; valid: agrees, against, "
                                          r"opposite, undecided, untested$"):
         Result("p", "t", 1.0, "more", "Agrees")
@@ -206,14 +208,6 @@ def test_finding_message():
         finding_verdict(["Parity", "more", "More"])
 
 
-@pytest.mark.parametrize("outcomes, expected", [
-    (["untested"], "undecided"), (["against", "undecided"], "not supported"),
-    (["opposite"], "not supported"), (["agrees", "opposite"], "mixed"),
-    (["agrees", "untested", "agrees"], "supported"), (["undecided", "untested"], "undecided")])
-def test_more_mechanism_words(outcomes, expected):
-    assert mechanism_verdict(outcomes) == expected
-
-
 def test_iterations_edges():
     with pytest.raises(ValueError, match=r"^every task needs a result at every iteration "
                                          r"count$"):
@@ -257,15 +251,21 @@ def test_results_sentence_written_out():
     b = Result("p", "mnist", 1.0, "undecided", "undecided", values=10, tied=6, units=(5,))
     c = check_result("p", "cats", 2e-3, False)
     half = Result("p", "dogs", 1.0, "undecided", "undecided", values=10, tied=5)
-    assert results_sentence([a, b, c, half], unit="pools", words={"not more": "no lead"}) == (
-        "text, 5: no lead, ratio 1.32 (98.3% interval 1.10–1.58, 5 pools; detectable 1.45); "
-        "mnist: undecided (mostly tied at the rounding floor), ratio 1.00; "
-        "cats: the check fails, value 0.00200; dogs: undecided, value 1.00.")
+    assert results_sentence([a, b, c, half], unit="pools") == (
+        "text, 5: Sinkhorn / softmax 1.32 (98.3% interval 1.10–1.58, 5 pools; detectable "
+        "1.45): not higher by the margin; "
+        "mnist: Sinkhorn / softmax 1.00: undecided (mostly tied at the rounding floor); "
+        "cats: the checked value 0.00200: the check fails; dogs: the checked value 1.00: "
+        "undecided.")
     assert results_sentence([check_result("p", "x", None, None)]) == \
-        "x: not checked on this run, value no estimate."
-    assert results_sentence([a]) == (
-        "text, 5: Sinkhorn not ahead by the margin, ratio 1.32 (98.3% interval "
-        "1.10–1.58, 5 seeds; detectable 1.45).")
+        "x: not testable here."
+    untested = Result("p", "mnist", None, "undecided", "untested",
+                      note="no layer after collapse to half")
+    assert results_sentence([untested]) == \
+        "mnist: not testable here (no layer after collapse to half)."
+    low = Result("p", "text", 0.8, "less", "opposite", 0.75, 0.85, 0.95, (8,))
+    assert results_sentence([low], "pools") == (
+        "text: Sinkhorn / softmax 0.800 (95% interval 0.750–0.850, 8 pools): lower.")
 
 
 def test_boundaries_with_other_margins_and_effects():
@@ -277,13 +277,6 @@ def test_boundaries_with_other_margins_and_effects():
     assert alternative("less", 2.0) == pytest.approx(-math.log(2.0))
     assert alternative("parity", 2.0) == 0 and alternative("no less", 2.0) == 0
     assert alternative("no more") == 0
-
-
-def test_comparative_words():
-    assert comparative("larger", "smaller") == {
-        "more": "Sinkhorn larger", "less": "Sinkhorn smaller",
-        "not more": "Sinkhorn not larger by the margin",
-        "not less": "Sinkhorn not smaller by the margin"}
 
 
 DESIGNS = {"paired": ([(0.1,)], [(4,)]), "groups": ([(0.1, 0.15)], [(3, 6)]),
@@ -381,8 +374,6 @@ def test_a_misspelt_verdict_word_is_an_error_never_another_verdict(typo):
     from rankcollapse.verdicts import iterations_verdict
 
     with pytest.raises(ValueError, match="unknown"):
-        mechanism_verdict(["agrees", typo])
-    with pytest.raises(ValueError, match="unknown"):
         iterations_verdict({"text": {50: "parity", 5: typo}})
     with pytest.raises(ValueError, match="unknown"):
         Result("part", "text", 1.2, typo, "agrees")
@@ -440,3 +431,85 @@ def test_calibration_refuses_a_spread_it_cannot_simulate(sd):
     bad = Result("trained models", "mnist", 1.0, "undecided", "undecided", units=(5,), sd=sd)
     with pytest.raises(ValueError, match=r"^trained models, task 'mnist': "):
         calibration([bad], "more", 1, runs=10)
+
+
+# ----------------------------------------------------------------------------- mixed, parts, calibration
+
+
+def test_tests_pointing_both_ways_are_mixed_not_contradicted():
+    """One test agrees, another shows the opposite: the claim is 'mixed'; 'contradicted'
+    only where some test shows the opposite and none agrees."""
+    assert claim_verdict(["agrees", "opposite"]) == "mixed"
+    assert claim_verdict(["opposite", "opposite", "undecided"]) == "contradicted"
+    assert claim_verdict(["opposite", "against"]) == "contradicted"
+    assert claim_verdict(["agrees", "against"]) == "partly reproduced"
+    from rankcollapse.verdicts import CLAIM_RULE, CLAIM_VERDICTS
+    assert CLAIM_VERDICTS == ("reproduced", "partly reproduced", "mixed", "not reproduced",
+                              "contradicted", "undecided", "not testable here")
+    assert "*mixed* when some agree and some show the opposite" in CLAIM_RULE
+    assert "*contradicted* when some show the opposite and none agrees" in CLAIM_RULE
+
+
+def test_part_words_count_the_outcomes():
+    def r(outcome):
+        return Result("p", "t", None, "undecided", outcome)
+    assert part_words([r("agrees")] * 3 + [r("against")]) == \
+        "3 tests agree with the paper, 1 against the paper"
+    assert part_words([r("agrees")]) == "1 test agrees with the paper"
+    assert part_words([r("opposite"), r("untested"), r("undecided"), r("undecided")]) == (
+        "1 test the opposite of the paper, 2 undecided, 1 not testable here")
+    assert part_words([r("against"), r("against"), r("agrees")]) == \
+        "1 test agrees with the paper, 2 against the paper"
+    assert part_words([]) == "no test"
+
+
+def test_opposite_boundaries():
+    assert opposite_boundary("more") == 0.0 and opposite_boundary("less") == 0.0
+    assert opposite_boundary("parity") == pytest.approx(math.log(1.1))
+    assert opposite_boundary("no more", 0.5) == pytest.approx(math.log(1.5))
+    assert opposite_boundary("no less", 0.01) == pytest.approx(-math.log(1.01))
+
+
+def test_false_opposite_of_a_claimed_difference_is_at_most_half_the_level():
+    """'more' claimed, true ratio 1: the opposite ('lower') needs the interval below 1 (one
+    side of a 95% interval: 2.5%) and the estimate at most 1/1.1 as well."""
+    tests = [Result("p", "a", 1.0, "undecided", "undecided", units=(10,), sd=(0.3,))]
+    c = calibration(tests, "more", 1, runs=2000, seed=7)
+    assert c.false_opposite <= 0.04
+    assert c.false_rate <= 0.04  # and 'higher' as rarely
+
+
+def test_false_opposite_of_parity_at_the_margin_edge_with_huge_units_is_one_half():
+    """Parity claimed, every test's true ratio at the margin's edge 1.1, 2000 units: the
+    interval is tight, so 'higher' is found exactly when the estimate is at least 1.1, i.e.
+    about half the time (the rule for 'higher' asks the estimate, not the interval's
+    bottom, to reach the margin)."""
+    tests = [Result("p", "a", 1.0, "undecided", "undecided", units=(2000,), sd=(0.1,))]
+    c = calibration(tests, "parity", 1, runs=1000, seed=2)
+    assert 0.44 < c.false_opposite < 0.56
+    assert c.best == "reproduced" and c.power == 1.0  # at ratio 1 the interval is in 1/1.1–1.1
+
+
+@pytest.mark.parametrize("tests, best", [
+    ([((3,), (1.0,))], "none"),  # 3 noisy units: a 1.5x effect is rarely shown
+    ([((200,), (0.1,))], "reproduced"),
+    ([((200,), (0.1,)), ((3,), (2.0,))], "partly reproduced"),  # one task never decides
+])
+def test_the_best_verdict_the_design_reaches(tests, best):
+    results = [Result("p", str(i), 1.0, "undecided", "undecided", units=n, sd=sd)
+               for i, (n, sd) in enumerate(tests)]
+    c = calibration(results, "more", len(results), runs=400, seed=1)
+    assert c.best == best
+    assert (c.false_rate, c.power, c.power_every, c.runs, c.false_opposite, c.best) == \
+        plain_calibration(results, "more", len(results), 400, 1, 1.5, full=True)[:3] + (
+            400,) + plain_calibration(results, "more", len(results), 400, 1, 1.5,
+                                      full=True)[3:]
+
+
+@pytest.mark.parametrize("direction", ["less", "parity", "no more", "no less"])
+def test_false_opposite_matches_the_plain_loop(direction):
+    tests = [Result("p", t, 1.0, "undecided", "undecided", units=(5,), sd=(0.2,), margin=0.2)
+             for t in "ab"]
+    c = calibration(tests, direction, 2, runs=80, seed=3)
+    *_, false_opposite, best = plain_calibration(tests, direction, 2, 80, 3, 1.5, full=True)
+    assert (c.false_opposite, c.best) == (false_opposite, best)

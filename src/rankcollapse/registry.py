@@ -27,7 +27,6 @@ statistical tests, every task of every part: `family`).
 
 from __future__ import annotations
 
-import itertools
 import math
 import numbers
 from dataclasses import dataclass, replace
@@ -44,7 +43,7 @@ from .stats import (DIRECTIONS, MARGIN, MIN_UNITS, Estimate, censored_logs, fami
                     found_of, groups_estimate, groups_tied, mostly_at_floor, outcome_of, paired_estimate)
 from .verdicts import (CLAIM_RULE, CLAIM_VERDICTS, COMPARISON_RULE, FINDING_RULE,
                        FINDING_VERDICTS, SHARE, TOLERANCE, Result, claim_verdict,
-                       finding_verdict, iterations_verdict, mechanism_verdict)
+                       finding_verdict, iterations_verdict)
 
 ACCURACY_MARGIN = 0.01  # accuracies within a factor 1.01 of each other match
 ENTROPY_MARGIN = 0.01  # entropies of rows that are all near log n: 1% is a real change
@@ -53,11 +52,14 @@ SLOPE_TOLERANCE = 0.1  # C3a: a log-log slope within this of 3
 MIN_BOUND_LAYERS = 4  # C3b: layers above the floor needed to check the exponent
 REGIME = 0.1  # C3c: centred logits of spectral norm at most this are small
 PAPER_N, PAPER_SCALE = 128, 2.0  # C2a on random logits: the paper's n, scales up to this
+# C4b, C4c: a softmax model has collapsed to half at the first layer whose relative residual
+# (to its input's at layer 0) falls below this
+COLLAPSE_LEVEL = 0.5
 
 # Settings of the registered tests on random weights and logits (the chapters use these).
 ENTROPY_SCALES = (0.5, 1.0, 2.0, 3.0, 5.0)  # C9, random logits
-NETWORK_SCALES = (1.0, 4.0)  # C6d, random networks: path products
-HIDDEN_SCALES = (0.5, 1.0, 2.0, 4.0)  # C6d, random networks: hidden states
+NETWORK_SCALES = (1.0, 4.0)  # chapter 4's random networks (description): path products
+HIDDEN_SCALES = (0.5, 1.0, 2.0, 4.0)  # chapter 4's random networks (description): hidden states
 LIPSCHITZ_SCALES = (0.5, 1.0, 2.0, 4.0)  # C10, random layers
 ITERATIONS = (0.5, 1, 2, 3, 5, 10, 20, 50)  # B4; 0.5: one half-step, i.e. softmax
 
@@ -76,13 +78,19 @@ def size_scale_label(n: int, s: float) -> str:
     return f"n = {n}, σ = {s:g}"
 
 
-SPAN_ENDS = ("L", "half", "half+1")  # the ends of a span besides whole numbers
+# the ends of a span besides whole numbers; 'collapse' (k: the last layer before the
+# softmax model's collapse to half, `collapse_layers`) and 'collapse+1' are data-defined
+SPAN_ENDS = ("L", "half", "half+1", "collapse", "collapse+1")
+COLLAPSE_ENDS = ("collapse", "collapse+1")
+COLLAPSE_WORDS = f"collapse to {'half' if COLLAPSE_LEVEL == 0.5 else f'{COLLAPSE_LEVEL:g}'}"
 
 
 @dataclass(frozen=True)
 class Span:
     """Positions `first`..`last` (layers or depths) of a stack of depth L; an end is a whole
-    number, 'L', 'half' (L // 2) or 'half+1'; or, with `points`, those positions only."""
+    number, 'L', 'half' (L // 2), 'half+1', 'collapse' (k, the last layer before the softmax
+    model collapses to half, given per task and variant: `collapse_layers`) or 'collapse+1';
+    or, with `points`, those positions only."""
 
     first: int | str = 1
     last: int | str = "L"
@@ -95,30 +103,54 @@ class Span:
                     isinstance(end, numbers.Integral) and not isinstance(end, bool):
                 continue
             meant = {e.lower(): e for e in SPAN_ENDS}.get(str(end).lower())
-            raise ValueError(f"a span's end is a whole number, 'L', 'half' or 'half+1'; got "
+            raise ValueError(f"a span's end is a whole number, 'L', 'half', 'half+1', "
+                             f"'collapse' or 'collapse+1'; got "
                              f"{end!r}" + (f" (write {meant!r})" if meant else ""))
 
-    def _at(self, end: int | str, depth: int) -> int:
-        return {"L": depth, "half": depth // 2, "half+1": depth // 2 + 1}.get(end, end)
+    @property
+    def data_defined(self) -> bool:
+        """Whether an end is the collapse layer, which the data give (`collapse_layers`)."""
+        return any(e in COLLAPSE_ENDS for e in (self.first, self.last, *self.points))
 
-    def positions(self, depth: int) -> list[int]:
-        """The positions for a stack of `depth` (ValueError when the span is empty there)."""
+    def _at(self, end: int | str, depth: int, collapse: int | None) -> int:
+        if end in COLLAPSE_ENDS and collapse is None:
+            raise ValueError(f"{self.words()} needs the collapse layer k (`collapse_layers`)")
+        return {"L": depth, "half": depth // 2, "half+1": depth // 2 + 1,
+                "collapse": collapse, "collapse+1": None if collapse is None else collapse + 1
+                }.get(end, end)
+
+    def window(self, depth: int, collapse: int | None = None) -> list[int]:
+        """The positions for a stack of `depth` and collapse layer `collapse`, possibly none
+        (ValueError when they lie outside 1..depth, or a collapse end has no `collapse`)."""
         if self.points:
-            chosen = sorted({self._at(p, depth) for p in self.points})
+            chosen = sorted({self._at(p, depth, collapse) for p in self.points})
         else:
-            chosen = list(range(self._at(self.first, depth), self._at(self.last, depth) + 1))
-        if not chosen or chosen[0] < 1 or chosen[-1] > depth:
+            chosen = list(range(self._at(self.first, depth, collapse),
+                                self._at(self.last, depth, collapse) + 1))
+        if chosen and (chosen[0] < 1 or chosen[-1] > depth):
+            raise ValueError(f"{self.words()} is empty or outside 1–{depth}")
+        return chosen
+
+    def positions(self, depth: int, collapse: int | None = None) -> list[int]:
+        """The positions for a stack of `depth` (ValueError when the span is empty there)."""
+        chosen = self.window(depth, collapse)
+        if not chosen:
             raise ValueError(f"{self.words()} is empty or outside 1–{depth}")
         return chosen
 
     def words(self) -> str:
-        name = {"half": "L/2", "half+1": "L/2+1"}
+        if (self.first, self.last) == (1, "collapse"):
+            return f"{self.noun} before {COLLAPSE_WORDS}"
+        if (self.first, self.last) == ("collapse+1", "L"):
+            return f"{self.noun} after {COLLAPSE_WORDS}"
+        name = {"half": "L/2", "half+1": "L/2+1", "collapse": "k", "collapse+1": "k+1"}
         if self.points:
             return f"{self.noun} " + ", ".join(str(name.get(p, p)) for p in self.points)
         return f"{self.noun} {name.get(self.first, self.first)}–{name.get(self.last, self.last)}"
 
 
 LAYERS, EARLY, LATE = Span(), Span(1, "half"), Span("half+1", "L")
+BEFORE, AFTER = Span(1, "collapse"), Span("collapse+1", "L")  # C4b, C4c
 PRODUCTS = Span(2, "L", "depths")  # a path of depth 1 is one matrix, not a product
 TRAINED, IMAGE, SCRATCH = "each trained task", "each image task", "each task trained pure"
 TASK_SETS = (TRAINED, IMAGE, SCRATCH)  # the task sets a part names by a word (`tasks_of`)
@@ -158,6 +190,9 @@ class Part:
                              f"tasks are one of "
                              f"{', '.join(map(repr, TASK_SETS))}, a tuple of task names or a "
                              "function of the profile")
+        if self.test != "contrast" and self.span is not None and self.span.data_defined:
+            raise ValueError(f"part {self.name!r}: a span that ends at the collapse layer is "
+                             "for a contrast (each selection over its own window)")
 
     @property
     def floor(self) -> float:
@@ -202,7 +237,7 @@ REQUIRES = "; agrees only where Sinkhorn is also shown ahead in the first"
 ONE_VALUE = "one value per unit"
 
 
-RULES = ("claim", "finding", "mechanism", "iterations")  # how `decide` decides a claim
+RULES = ("claim", "finding", "iterations")  # how `decide` decides a claim
 
 
 @dataclass(frozen=True)
@@ -213,7 +248,7 @@ class Registered:
     id: str
     claim: str
     parts: tuple[Part, ...] = ()
-    rule: str = "claim"  # claim, finding, mechanism, iterations
+    rule: str = "claim"  # claim, finding, iterations
     untested: str = ""
     caveat: str = ""  # what the verdict is about where it tests less than the paper states
 
@@ -245,6 +280,11 @@ MIXED = "Sinkhorn / softmax along one input's path over that with inputs mixed"
 INDEPENDENT, HALF_IDENTITY = "independent logits", "half of the layers the identity"  # C6a, C6b
 RESIDUAL = "relative residual of the hidden states (block outputs), composite norm"
 PATHS = "rank-1 relative residual of attention products along random paths, composite norm"
+Q99 = f"the {SHARE:.0%} quantile of the row error after 50 iterations"  # C2a's checks
+SLACK = "smallest bound / measured"  # C3b, C3c
+MATCHED = (RESIDUAL + "; each variant over its own layers before the softmax models' collapse "
+           "to half (where they still keep at least half their input's residual: "
+           "`collapse_layers`), not at matched layer indices")
 OWN_BOUND = ("the bound tested is this book's first-order derivation on one head; the paper's "
              "constant is not confirmed")
 CLAIMS: dict[str, Registered] = {r.id: r for r in [
@@ -253,43 +293,56 @@ CLAIMS: dict[str, Registered] = {r.id: r for r in [
                    "random pure attention", "relative residual of the last hidden state, "
                    "pure softmax attention (no FFN, no skip) with random weights", "weight "
                    "draw", "check", "", ("every logit scale",),
-                   check=f"below {COLLAPSED:g} at every logit scale"),)),
+                   check=f"below {COLLAPSED:g} at every logit scale",
+                   ratio="the largest relative residual after the last layer, over the logit "
+                         "scales"),)),
     Registered("C2a", "50 Sinkhorn iterations make attention effectively doubly stochastic", (
         Part("random logits", f"row error after exactly 50 iterations, n = {PAPER_N}, "
              f"logit scales up to {PAPER_SCALE:g}", "random matrix", "check", "",
              ("random logits",), check=f"at least {SHARE:.0%} of the matrices below "
-                                       f"{TOLERANCE:g}"),
+                                       f"{TOLERANCE:g}", ratio=Q99),
         Part("trained models", "row error after exactly 50 iterations of the trained "
              "Sinkhorn models' own logits, worst head of each (layer, input)",
              "(layer, input)", "check", "", TRAINED,
              check=f"at least {SHARE:.0%} of the (layer, input) matrices below "
-                   f"{TOLERANCE:g}"))),
+                   f"{TOLERANCE:g}", ratio=Q99))),
     Registered("C3a", r"one layer of pure Sinkhorn attention: residual bounded by "
                r"$C\,\lVert\mathrm{res}(X)\rVert^3$", (Part(
                    "one random head", "log-log slope of the output residual against the "
                    "input residual (spectral norm), small inputs", "", "check", "",
                    ("softmax", "sinkhorn"), check=f"within {SLOPE_TOLERANCE:g} of 3, for "
                    "each normalization (the book's first-order derivation on one head; "
-                   "the paper's constant is unconfirmed)"),), caveat=OWN_BOUND),
+                   "the paper's constant is unconfirmed)", ratio="the log-log slope"),),
+               caveat=OWN_BOUND),
     Registered("C3b", "$L$ layers: the exponent $3^L$ (doubly exponential collapse)", (Part(
         "random pure stack", "residual against the first-order $L$-layer bound, "
         "high precision", "", "check", "", ("every layer above the floor",),
         check=f"measured ≤ bound at every layer above the rounding floor, at least "
-              f"{MIN_BOUND_LAYERS} layers"),), caveat=OWN_BOUND),
+              f"{MIN_BOUND_LAYERS} layers", ratio=SLACK),), caveat=OWN_BOUND),
     Registered("C3c", r"the bound holds in the small-logit regime $\lVert A\rVert_2 \ll 1$",
                (Part("one random head per logit scale", "bound / measured residual where the "
                      f"centred logits have spectral norm at most {REGIME:g}", "", "check", "",
-                     ("small logits",), check="bound / measured ≥ 1 at every such point"),)),
+                     ("small logits",), check="bound / measured ≥ 1 at every such point",
+                     ratio=SLACK),)),
     Registered("C4a", "trained models: the hidden-state (block output) residual stays higher "
                "under Sinkhorn", (_hidden("trained models", RESIDUAL),)),
-    Registered("C4b", "the advantage is most visible in early layers", (Part(
-        "trained models", RESIDUAL, "training seed", "contrast", "more", TRAINED, EARLY,
-        ("full model",), ("full model",), LATE, requires=True,
-        ratio="Sinkhorn / softmax early over that late"),)),
+    Registered("C4b", "the advantage is most visible in early layers, before rank collapse "
+               "becomes severe", (
+                   Part("trained models, by relative depth", RESIDUAL, "training seed",
+                        "contrast", "more", TRAINED, EARLY, ("full model",), ("full model",),
+                        LATE, requires=True, ratio="Sinkhorn / softmax early over that late"),
+                   Part("trained models, by collapse", RESIDUAL + "; the layers before the "
+                        "softmax models' collapse to half (their relative residual, geometric "
+                        f"mean over seeds, first below {COLLAPSE_LEVEL:g}: `collapse_layers`) "
+                        "against the layers after", "training seed", "contrast", "more",
+                        TRAINED, BEFORE, ("full model",), ("full model",), AFTER,
+                        requires=True, ratio="Sinkhorn / softmax before collapse to half over "
+                        "that after"))),
     Registered("C4c", "the advantage is most visible with skip connections", (Part(
-        "trained models", RESIDUAL, "training seed", "contrast", "more", TRAINED, EARLY,
-        SKIPS, NO_SKIPS, requires=True,
-        ratio="Sinkhorn / softmax with skips over that without"),)),
+        "trained models, at matched residual level", MATCHED, "training seed", "contrast",
+        "more", TRAINED, BEFORE, SKIPS, NO_SKIPS, requires=True,
+        ratio="Sinkhorn / softmax with skips over that without, each before its collapse to "
+              "half (tested on the log-ratio scale, not on the absolute gap)"),)),
     Registered("C4d", "the same for the self-attention output, read as the attention "
                "sub-layer's own output before the skip connection (the block output is C4a)",
                (_hidden("trained models", "relative residual of the attention sub-layer's "
@@ -300,11 +353,12 @@ CLAIMS: dict[str, Registered] = {r.id: r for r in [
                "datasets", untested="the `ci` profile trains smaller models on stand-in data; "
                "the `full` profile uses the paper's sizes and datasets, and its verdict is "
                "that run's"),
-    Registered("C6a", "products of independent random matrices show no Sinkhorn advantage", (
+    Registered("C6a", "products of independent random matrices show essentially the same "
+               "rank decay under both normalizations (parity)", (
         Part("random matrices", PATHS + ", i.i.d. N(0, 1) logits", "pool", "paired",
-             "no more", (INDEPENDENT,), PRODUCTS),)),
-    Registered("C6b", "the same with half of the factors replaced by the identity", (Part(
-        "random matrices, half identity", PATHS, "pool", "paired", "no more",
+             "parity", (INDEPENDENT,), PRODUCTS),)),
+    Registered("C6b", "the same parity with half of the factors replaced by the identity", (Part(
+        "random matrices, half identity", PATHS, "pool", "paired", "parity",
         (HALF_IDENTITY,), PRODUCTS),)),
     Registered("C6c", "random stochastic products decay more slowly than trained attention "
                "products", (Part(
@@ -314,21 +368,11 @@ CLAIMS: dict[str, Registered] = {r.id: r for r in [
                    PRODUCTS, ("full model",), ratio="random / trained residual",
                    subject="random"),)),
     Registered("C6d", "the hypothesis: input dependence along a path produces the advantage", (
-        Part("random networks with skips and LayerNorm, path products", PATHS + "; the "
-             "networks' Sinkhorn / softmax against that of independent random matrices at the "
-             "same logit scale", "network / pool", "groups", "more",
-             tuple(scale_label(s) for s in NETWORK_SCALES), PRODUCTS, precision="float32",
-             ratio="the networks' Sinkhorn / softmax over that of independent matrices"),
-        Part("random networks with skips and LayerNorm, hidden states", RESIDUAL,
-             "weight draw", "paired", "more", tuple(scale_label(s) for s in HIDDEN_SCALES),
-             LAYERS),
-        Part("random networks with skips, no LayerNorm, hidden states", RESIDUAL,
-             "weight draw", "paired", "more", tuple(scale_label(s) for s in HIDDEN_SCALES),
-             LAYERS),
         Part("trained models, correlation broken", PATHS + "; every factor from one input "
              "against each factor from an independent input", "training seed", "contrast",
              "more", IMAGE, PRODUCTS, ("one input",), ("inputs mixed",), requires=True,
-             ratio=MIXED))),
+             ratio=MIXED),), caveat="decided on trained models only (the paper's hypothesis "
+               "concerns them); chapter 4's random networks are description"),
     Registered("C7", "limitations: pure attention never trained from scratch; first-order "
                "bounds", untested="a statement of the paper's limits, not a result to "
                "reproduce; the open question B1 trains pure attention from scratch"),
@@ -358,12 +402,6 @@ CLAIMS: dict[str, Registered] = {r.id: r for r in [
                    _hidden("trained pure, no LayerNorm", RESIDUAL, variants=(
                        "pure attention, no LayerNorm",), direction="either", tasks=SCRATCH)),
                rule="finding"),
-    Registered("B2", "the mechanism: breaking the correlation of attention across layers "
-               "shrinks the Sinkhorn advantage in path products", (Part(
-                   "trained models", PATHS, "training seed", "contrast", "more", IMAGE,
-                   PRODUCTS, ("one input",), ("inputs mixed",), requires=True,
-                   ratio=MIXED),),
-               rule="mechanism"),
     Registered("B3", "the normalization swapped at inference: what the weights learned "
                "against what the normalization does", (
                    _hidden("weights trained with softmax", RESIDUAL + "; with Sinkhorn / with "
@@ -463,10 +501,12 @@ class _Table:
                               "layers and depths from 1 (layer 0, the input embeddings, is in "
                               "no registered span) and leave out positions beyond the depth")
 
-    def select(self, rows: pd.DataFrame, variants: tuple[str, ...], span: Span | None
-               ) -> pd.DataFrame:
+    def select(self, rows: pd.DataFrame, variants: tuple[str, ...], span: Span | None,
+               collapse: dict[str, int] | None = None) -> pd.DataFrame:
         """The rows of the registered variants at the span's positions; every unit of `rows`
-        must have rows at every one of them."""
+        must have rows at every one of them. With a data-defined span, each variant's
+        positions are its own (`collapse`: variant -> k); the caller has left out the
+        variants whose window is empty (`windows`)."""
         units = rows["unit"].unique()
         if variants:
             rows = rows[rows["variant"].isin(variants)]
@@ -474,29 +514,48 @@ class _Table:
             if missing:
                 raise self.refuse(f"the data has no rows for the registered variants "
                                   f"{sorted(missing)}")
-        positions = span.positions(self.depth) if span is not None else []
+        cells = self.windows(variants, span, collapse)
         if span is not None:
-            rows = rows[rows["position"].isin(positions)]
-            absent = set(positions) - set(rows["position"])
-            if absent:
-                raise self.refuse(f"the table has no rows at {span.noun} {_listed(absent)} of "
-                                  f"{span.words()} (depth {self.depth} registered for this "
-                                  "task, `registered_depth`); record every registered "
-                                  "position")
-        if variants or positions:
-            self._check_complete(rows, units, variants, span, positions)
+            keep = pd.Series(False, index=rows.index)
+            for variant, positions in cells.items():
+                mine = rows["position"].isin(positions)
+                keep |= mine & (rows["variant"] == variant) if variant is not None else mine
+                absent = set(positions) - set(rows.loc[keep, "position"] if variant is None
+                                              else rows.loc[mine & (rows["variant"] == variant),
+                                                            "position"])
+                if absent:
+                    raise self.refuse(f"the table has no rows at {span.noun} {_listed(absent)} "
+                                      f"of {span.words()} (depth {self.depth} registered for "
+                                      "this task, `registered_depth`); record every registered "
+                                      "position")
+            rows = rows[keep]
+        if variants or span is not None:
+            self._check_complete(rows, units, cells, span)
         return rows
 
-    def _check_complete(self, rows: pd.DataFrame, units, variants: tuple[str, ...],
-                        span: Span | None, positions: list[int]) -> None:
+    def windows(self, variants: tuple[str, ...], span: Span | None,
+                collapse: dict[str, int] | None = None) -> dict[str | None, list[int]]:
+        """Per variant (None: the part names none), the positions of `span` (possibly none
+        where the span is data-defined and the window empty)."""
+        keys = list(variants) or [None]
+        if span is None:
+            return {v: [] for v in keys}
+        if not span.data_defined:
+            positions = span.positions(self.depth)
+            return {v: positions for v in keys}
+        return {v: span.window(self.depth, (collapse or {})[v]) for v in keys}
+
+    def _check_complete(self, rows: pd.DataFrame, units, cells: dict[str | None, list[int]],
+                        span: Span | None) -> None:
         """Each unit has rows at every (variant, position) of the selection: a unit measured
         at some of them only would be averaged over others than the rest, or drop out."""
-        wanted = list(itertools.product(variants or [None], positions or [None]))
+        wanted = [(v, p) for v, positions in cells.items() for p in (positions or [None])]
+        variants = [v for v in cells if v is not None]
         for unit in units:
             mine = rows[rows["unit"] == unit]
             blank = [None] * len(mine)
             have = set(zip(mine["variant"] if variants else blank,
-                           mine["position"] if positions else blank))
+                           mine["position"] if span is not None else blank))
             lacking = [_cell_words(v, p, span) for v, p in wanted if (v, p) not in have]
             if lacking:
                 more = f" and {len(lacking) - 4} more" if len(lacking) > 4 else ""
@@ -573,14 +632,20 @@ def _estimate(scores: list[pd.Series]) -> Estimate | None:
 
 
 def run(claim_id: str, part_name: str, data: pd.DataFrame, profile: Profile,
-        titles: dict[str, str] | None = None) -> list[Result]:
+        titles: dict[str, str] | None = None,
+        collapse: dict[tuple[str, str], int] | None = None) -> list[Result]:
     """The registered test of one part of a claim, one `Result` per registered task.
 
     `data` holds one row per (task, unit, variant, position) with columns task, unit,
     variant (when the part names variants), position (layer or depth, when it has a span)
     and `softmax` and `sinkhorn` (paired values); for a `groups` test a column `group`
     ('reference' or 'other') and either `value` (a positive quantity) or the pair. `titles`
-    maps task keys to the names results carry.
+    maps task keys to the names results carry. A part whose span ends at the collapse
+    layer ('collapse', 'collapse+1') needs `collapse`: (task, variant) -> k
+    (`collapse_layers`) for every task and variant it selects, else a ValueError naming the
+    claim, the part and the task; each variant is selected over its own window, a variant
+    whose window is empty drops out of its selection (the result's `note` says so), and a
+    selection left without a variant makes the task's test 'untested' (`note`: why).
 
     The table is taken as it is or refused, never reshaped: a ValueError naming the claim,
     the part and the task where a row has no unit id, a position lies outside 1..L (L the
@@ -606,6 +671,25 @@ def run(claim_id: str, part_name: str, data: pd.DataFrame, profile: Profile,
             table.check_positions()
         g = table.rows
         name = (titles or {}).get(task, task)
+        ks, note = {}, []
+        if part.test == "contrast" and _data_defined(part):
+            ks = _collapse_of(part, task, collapse, table)
+            chosen = []
+            for variants, span in ((part.variants, part.span),
+                                   (part.against, part.against_span or part.span)):
+                windows = table.windows(variants, span, ks)
+                empty = [v for v in variants if not windows[v]]
+                note += [f"{v}: {_empty_words(span, ks[v], table.depth)}" for v in empty]
+                chosen.append(tuple(v for v in variants if windows[v]))
+            if not all(chosen):
+                results.append(Result(part.name, name, None, "undecided", "untested",
+                                      level=level, margin=part.margin,
+                                      note="; ".join(note) + "; the test cannot be carried "
+                                      "out"))
+                continue
+            variants, against = chosen
+        else:
+            variants, against = part.variants, part.against
         if part.test == "groups":
             sides = [_scores(table.select(g[g["group"] == side], part.variants, part.span),
                              part.floor) for side in ("reference", "other")]
@@ -619,14 +703,14 @@ def run(claim_id: str, part_name: str, data: pd.DataFrame, profile: Profile,
                                    tuple(float(s.std(ddof=1)) for s in scores),
                                    units=tuple(len(s) for s in scores)))
             continue
-        first = _scores(table.select(g, part.variants, part.span), part.floor)
+        first = _scores(table.select(g, variants, part.span, ks), part.floor)
         if part.test == "paired":
             est = _estimate([first[0]])
             results.append(_result(part, name, est, level, *first[1:],
                                    (float(first[0].std(ddof=1)),), units=(len(first[0]),)))
             continue
         # every unit is in both selections (`select`): the difference is over all of them
-        second = _scores(table.select(g, part.against, part.against_span or part.span),
+        second = _scores(table.select(g, against, part.against_span or part.span, ks),
                          part.floor)
         diff = first[0] - second[0][first[0].index]
         requirement = None
@@ -634,10 +718,68 @@ def run(claim_id: str, part_name: str, data: pd.DataFrame, profile: Profile,
             ahead = _estimate([first[0]])
             requirement = (found_of(*ahead.interval(level), part.margin) if ahead
                            else "undecided")
-        results.append(_result(part, name, _estimate([diff]), level, first[1] + second[1],
-                               first[2] + second[2], first[3] + second[3],
-                               (float(diff.std(ddof=1)),), requirement, (len(diff),)))
+        result = _result(part, name, _estimate([diff]), level, first[1] + second[1],
+                         first[2] + second[2], first[3] + second[3],
+                         (float(diff.std(ddof=1)),), requirement, (len(diff),))
+        results.append(replace(result, note="; ".join(note) + " (left out)") if note
+                       else result)
     return results
+
+
+def _data_defined(part: Part) -> bool:
+    return any(s is not None and s.data_defined for s in (part.span, part.against_span))
+
+
+def _collapse_of(part: Part, task: str, collapse: dict[tuple[str, str], int] | None,
+                 table: "_Table") -> dict[str, int]:
+    """Variant -> k of `task` for the variants a data-defined part selects."""
+    wanted = list(dict.fromkeys(part.variants + part.against))
+    lacking = [v for v in wanted if (task, v) not in (collapse or {})]
+    if lacking:
+        raise table.refuse(f"the part's span ends at the collapse layer, and `collapse` has no "
+                           f"k for {lacking}; pass collapse=collapse_layers(...) with every "
+                           "(task, variant) the part selects")
+    ks = {v: collapse[(task, v)] for v in wanted}
+    for v, k in ks.items():
+        if not (isinstance(k, numbers.Integral) and 0 <= k <= table.depth):
+            raise table.refuse(f"the collapse layer of {v!r} is {k!r}; it is a whole number "
+                               f"in 0–{table.depth}")
+    return ks
+
+
+def _empty_words(span: Span, k: int, depth: int) -> str:
+    """Why a data-defined window is empty, in words."""
+    level = "half" if COLLAPSE_LEVEL == 0.5 else f"{COLLAPSE_LEVEL:g} of"
+    why = (f"the softmax model keeps less than {level} its input's residual already at "
+           f"{span.noun.removesuffix('s')} 1" if k == 0 else
+           f"the softmax model keeps at least {level} its input's residual at every "
+           f"{span.noun.removesuffix('s')}" if k >= depth else f"k = {k}")
+    return f"{why}: no {span.words().replace(span.noun, span.noun.removesuffix('s'), 1)}"
+
+
+def collapse_layers(relative: pd.DataFrame, profile: Profile) -> dict[tuple[str, str], int]:
+    """Per (task, variant), k: the last layer before the softmax models collapse to half,
+    i.e. before their relative residual (to the input's at layer 0) first falls below
+    `COLLAPSE_LEVEL`; L (`registered_depth`) when it never does, 0 when layer 1 is already
+    below. `relative` is shaped as `run`'s data (`recording.per_unit(hidden, 'relative')`:
+    columns task, variant, position, unit, softmax; per unit the median over inputs); the
+    curve is the geometric mean over units per position. A ValueError naming the task and
+    variant where a position of 1..L is missing or a value is not positive."""
+    out = {}
+    for (task, variant), g in relative.groupby(["task", "variant"], sort=False):
+        depth = registered_depth(task, profile)
+        where = f"collapse_layers, task {task!r}, variant {variant!r}"
+        missing = sorted(set(range(1, depth + 1)) - set(g["position"]))
+        if missing:
+            raise ValueError(f"{where}: no rows at layers {_listed(missing)} of 1–{depth}")
+        values = g["softmax"].to_numpy(dtype=float)
+        if not (np.isfinite(values).all() and (values > 0).all()):
+            raise ValueError(f"{where}: relative residuals must be positive and finite")
+        curve = pd.Series(np.log(values), index=g.index).groupby(g["position"]).mean()
+        below = [int(p) for p, v in curve.items() if 1 <= p <= depth and
+                 math.exp(v) < COLLAPSE_LEVEL]
+        out[(task, variant)] = min(below) - 1 if below else depth
+    return out
 
 
 def run_sequence(claim_id: str, data: pd.DataFrame, profile: Profile,
@@ -680,8 +822,6 @@ def decide(claim_id: str, results: list[Result]) -> str:
     rule = registered(claim_id).rule
     if rule == "claim":
         return claim_verdict([r.outcome for r in results])
-    if rule == "mechanism":
-        return mechanism_verdict([r.outcome for r in results])
     if rule == "iterations":
         per_task: dict[str, dict[float, str]] = {}
         for r in results:

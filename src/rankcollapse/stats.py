@@ -62,9 +62,11 @@ OUTCOMES = {
                 "opposite": {"less"}},
 }
 # How each result reads in a sentence about rank.
-WORDS = {"more": "Sinkhorn keeps more", "less": "Sinkhorn keeps less", "parity": "parity",
-         "not more": "Sinkhorn not ahead by the margin",
-         "not less": "Sinkhorn not behind by the margin", "undecided": "undecided"}
+# What a result found, in the same words everywhere: they describe the estimate (whatever
+# ratio the test names, Sinkhorn / softmax unless said otherwise), which is higher or lower.
+WORDS = {"more": "higher", "less": "lower", "parity": "parity",
+         "not more": "not higher by the margin", "not less": "not lower by the margin",
+         "undecided": "undecided"}
 
 
 def floats(x) -> np.ndarray:
@@ -318,17 +320,17 @@ class Comparison:
     found: str
     detectable: float
 
-    def summary(self, unit: str = "units", words: dict[str, str] | None = None) -> str:
-        """'Sinkhorn keeps more (ratio 1.32, 95% interval 1.10–1.58, 8 units)': the result
-        in `words` (default `WORDS`), the units named `unit`."""
-        said = (words or WORDS)[self.found]
+    def summary(self, unit: str = "units") -> str:
+        """'ratio 1.32 (95% interval 1.10–1.58, 8 units): higher': the estimate, then what
+        it found in `WORDS`, the units named `unit`."""
+        said = WORDS[self.found]
         if not np.isfinite(self.low):
             why = "mostly tied at the rounding floor" if self.tied else "too few"
-            return f"{said} ({self.units} {unit}, {why}: no interval)"
+            return f"no interval ({self.units} {unit}, {why}): {said}"
         censored = f", {self.censored} at the rounding floor" if self.censored else ""
-        return (f"{said} (ratio {significant(self.ratio)}, {100 * self.level:.3g}% interval "
+        return (f"ratio {significant(self.ratio)} ({100 * self.level:.3g}% interval "
                 f"{significant(self.low)}–{significant(self.high)}, {self.units} {unit}"
-                f"{censored})")
+                f"{censored}): {said}")
 
 
 def _comparison(estimate: Estimate | None, level: float, margin: float, direction: str,
@@ -470,11 +472,12 @@ def ranges(values) -> str:
 
 
 def describe(results: pd.DataFrame, x: str, noun: str = "depth",
-             more: str = WORDS["more"], less: str = WORDS["less"]) -> str:
+             more: str = "Sinkhorn higher", less: str = "Sinkhorn lower") -> str:
     """One factual sentence about a `compare_table` result over `x` (depths, layers): where
-    each result holds, e.g. 'Sinkhorn keeps more at depths 1–3; Sinkhorn keeps less at
-    depths 5–12; parity at depth 4.' Results that hold nowhere are left out. `more` and
-    `less` name the directions for quantities other than rank ('Sinkhorn higher')."""
+    each result holds, e.g. 'Sinkhorn higher at depths 1–3; Sinkhorn lower at depths
+    5–12; parity at depth 4.' Results that hold nowhere are left out. `more` and
+    `less` name the directions for other ratios ('random higher'); the other results are
+    `WORDS`."""
     words = {**WORDS, "more": more, "less": less}
     parts = []
     for found in FOUND:

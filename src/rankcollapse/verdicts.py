@@ -4,9 +4,11 @@ A claim of the paper (registered in `registry`) is decided by its primary tests:
 of each of its parts. Each test's `Result` says what it concluded for the claim (`outcome`:
 agrees, against, opposite, undecided; `stats.OUTCOMES`), and `claim_verdict` turns the
 outcomes of all of a claim's tests into one of `CLAIM_VERDICTS`. The open questions and the
-paper's future work get *finding* words instead (`finding_verdict`, `mechanism_verdict`,
-`iterations_verdict`). `calibration` measures, by simulation through the same code, how
-often each rule finds the paper's result where it is false, and its power.
+paper's future work get *finding* words instead (`finding_verdict`, `iterations_verdict`).
+What a test found is said in the same words everywhere (`stats.WORDS`, of the estimate the
+test names), what it means for the claim in `OUTCOME_WORDS`. `calibration` measures, by
+simulation through the same code, how often each rule finds the paper's result where it is
+false, how often it finds the opposite where the opposite is just false, and its power.
 """
 
 from __future__ import annotations
@@ -21,16 +23,19 @@ from .stats import (DIRECTIONS, FOUND, LEVEL, MARGIN, MIN_UNITS, POWER, WORDS, c
                     check_margin, digits_for, family_level, found_of, groups_estimate,
                     mostly_at_floor, outcome_of, paired_estimate, significant)
 
-CLAIM_VERDICTS = ("reproduced", "partly reproduced", "not reproduced", "contradicted",
+CLAIM_VERDICTS = ("reproduced", "partly reproduced", "mixed", "not reproduced", "contradicted",
                   "undecided", "not testable here")
 OUTCOMES = ("agrees", "against", "opposite", "undecided", "untested")
+# What each outcome means for the claim, in words (`part_words`).
+OUTCOME_WORDS = {"agrees": "agrees with the paper", "against": "against the paper",
+                 "opposite": "the opposite of the paper", "undecided": "undecided",
+                 "untested": "not testable here"}
 CLAIMED = tuple(d for d in DIRECTIONS if d != "either")  # what a claim's tests can state
 # Findings of the open questions: a direction everywhere or in part, parity, both
-# directions (mixed), nothing decided; the mechanism (B2) and the iterations (B4) have their
-# own words.
+# directions (mixed), nothing decided; the iterations (B4) have their own words.
 FINDING_VERDICTS = ("Sinkhorn higher", "Sinkhorn lower", "Sinkhorn higher in part",
                     "Sinkhorn lower in part", "parity", "parity in part", "mixed",
-                    "supported", "not supported", "fewer iterations suffice",
+                    "fewer iterations suffice",
                     "all iterations needed", "undecided", "not testable here")
 SHARE = 0.99  # a check over many matrices passes when at least this share passes
 TOLERANCE = 1e-6  # the marginal error below which attention counts as doubly stochastic
@@ -46,7 +51,8 @@ class Result:
     independent units per group, `detectable` the smallest effect the test could detect at
     `stats.POWER` (for a test of parity: the narrowest margin it could show), `found` what
     the interval found (`stats.FOUND`, or 'passes' / 'fails' for a check) and `outcome` what
-    that means for the claim (`OUTCOMES`). `censored` values of `values` were at the
+    that means for the claim (`OUTCOMES`); `note` says in words why a test could not be
+    carried out (outcome 'untested'), or anything else its numbers do not say. `censored` values of `values` were at the
     rounding floor, `tied` pairs at it on both sides; `sd` the spread of the per-unit scores
     per group, the basis of the power and of `calibration`; `requirement`, for a test that
     presupposes an advantage, what the test of that advantage found; `margin` the parity
@@ -72,6 +78,7 @@ class Result:
     bound: str = ""
     at: float | None = None  # the setting a result is at, within its task (B4: iterations)
     margin: float = MARGIN  # the parity margin its interval was judged with
+    note: str = ""  # why the test could not be carried out (outcome 'untested'), in words
 
     def __post_init__(self):
         if self.outcome not in OUTCOMES:
@@ -109,10 +116,12 @@ def marginal_check(part: str, task: str, q99: float) -> Result:
 
 def claim_verdict(outcomes: list[str]) -> str:
     """The verdict on a claim from the outcomes of all its primary tests (every task of
-    every part): *reproduced* when all agree; *contradicted* when any shows the opposite;
-    *partly reproduced* when some agree (and none is opposite); *not reproduced* when none
-    agrees but some decide against; *undecided* when none decides anything; *not testable
-    here* with no test that this run could carry out ('untested' outcomes are left out)."""
+    every part): *reproduced* when all agree; *partly reproduced* when some agree and none
+    shows the opposite; *mixed* when some agree and some show the opposite (the tests point
+    both ways); *contradicted* when some show the opposite and none agrees; *not reproduced*
+    when none agrees or shows the opposite but some decide against; *undecided* when none
+    decides anything; *not testable here* with no test that this run could carry out
+    ('untested' outcomes are left out)."""
     unknown = set(outcomes) - set(OUTCOMES)
     if unknown:
         raise ValueError(f"unknown outcomes {sorted(unknown)}; valid: {', '.join(OUTCOMES)}")
@@ -120,7 +129,7 @@ def claim_verdict(outcomes: list[str]) -> str:
     if not outcomes:
         return "not testable here"
     if "opposite" in outcomes:
-        return "contradicted"
+        return "mixed" if "agrees" in outcomes else "contradicted"
     if all(o == "agrees" for o in outcomes):
         return "reproduced"
     if "agrees" in outcomes:
@@ -147,23 +156,6 @@ def finding_verdict(found: list[str]) -> str:
         if direction in decided:
             return word if set(found) == {direction} else f"{word} in part"
     return "undecided"
-
-
-def mechanism_verdict(outcomes: list[str]) -> str:
-    """B2, from the outcomes of its tests (the advantage shrinks when the correlation along
-    the path is broken, on condition that Sinkhorn is ahead with it): *supported* where
-    every decided test agrees, *not supported* where every decided test is against or
-    opposite, *mixed* when both occur, *undecided* when none is decided."""
-    unknown = set(outcomes) - set(OUTCOMES)
-    if unknown:
-        raise ValueError(f"unknown outcomes {sorted(unknown)}; valid: {', '.join(OUTCOMES)}")
-    decided = {"supported" if o == "agrees" else "not supported"
-               for o in outcomes if o not in ("undecided", "untested")}
-    if not outcomes:
-        return "not testable here"
-    if not decided:
-        return "undecided"
-    return decided.pop() if len(decided) == 1 else "mixed"
 
 
 def iterations_verdict(found: dict[str, dict[float, str]]) -> tuple[str, float]:
@@ -203,10 +195,10 @@ COMPARISON_RULE = (
     f"figure, the tasks of one claim) hold together at {PERCENT} (Bonferroni: each of k at "
     f"1 − {1 - LEVEL:.2g}/k). An interval finds *parity* when it lies within a factor "
     f"{1 + MARGIN:g} of 1 (between {1 / (1 + MARGIN):.3f} and {1 + MARGIN:g}, unless another "
-    "margin is stated), *Sinkhorn keeps more* when it lies above 1 and the estimate is at "
-    f"least {1 + MARGIN:g} (a difference of the margin's size), *less* in the mirror case, "
-    f"*Sinkhorn not ahead by the margin* when its top is below {1 + MARGIN:g} (*not "
-    "behind*, the mirror case), and is "
+    "margin is stated), *higher* when it lies above 1 and the estimate is at "
+    f"least {1 + MARGIN:g} (a difference of the margin's size), *lower* in the mirror case, "
+    f"*not higher by the margin* when its top is below {1 + MARGIN:g} (*not lower by the "
+    "margin*, the mirror case), and is "
     f"*undecided* otherwise or with fewer than {MIN_UNITS} units. A value at the rounding "
     "floor is censored: it enters as the floor, so where only one side is there the ratio "
     "understates the gap, and where both are the pair is a tie; with more than half the "
@@ -215,12 +207,15 @@ CLAIM_RULE = (
     "A claim is decided by its primary tests alone, registered before anything ran (the "
     "claims ledger prints the registry): one test per task of each of its parts, in the "
     "direction the paper reports. A claim is *reproduced* when every test agrees with the "
-    "paper, *partly reproduced* when some do and none shows the opposite, *contradicted* "
-    "when any shows the opposite beyond the margin, *not reproduced* when none agrees and "
-    "some decide against the paper (for a claimed difference: parity, or no difference of "
-    "the margin's size), *undecided* when no test can tell (the ledger gives the smallest "
+    "paper, *partly reproduced* when some do and none shows the opposite, *mixed* when some "
+    "agree and some show the opposite beyond the margin (the tests point both ways), "
+    "*contradicted* when some show the opposite and none agrees, *not reproduced* when none "
+    "agrees or shows the opposite and some decide against the paper (for a claimed "
+    "difference: parity, or no difference of the margin's size), *undecided* when no test "
+    "can tell (the ledger gives the smallest "
     f"effect each could have detected with {POWER:.0%} power), and *not testable here* when "
-    "this run cannot measure it. A test that presupposes an advantage (the advantage is "
+    "this run cannot measure it (a test that cannot be carried out on this run's data, "
+    "with its reason, is left out). A test that presupposes an advantage (the advantage is "
     "larger early, with skips) agrees only where the advantage itself is shown too. A "
     "claim decided by a numerical check is reproduced when the check passes.")
 FINDING_RULE = (
@@ -228,10 +223,7 @@ FINDING_RULE = (
     "(*lower*) when every test finds it so, *in part* when the others find parity or are "
     "undecided, *mixed* when both directions occur, *parity* when every test shows parity, "
     "*parity in part* when some do and the rest are undecided (or exclude only one "
-    "direction), *undecided* when nothing is decided; for "
-    "the mechanism (B2), *supported* where Sinkhorn is ahead along real paths and its "
-    "advantage shrinks when the correlation across layers is broken, *not supported* where "
-    "it is ahead and the advantage does not shrink by the margin; for the iterations (B4), "
+    "direction), *undecided* when nothing is decided; for the iterations (B4), "
     "the fewest iterations whose accuracy shows parity with 50 in every task, tested from "
     "50 down.")
 
@@ -290,6 +282,16 @@ def boundary(direction: str, margin: float = MARGIN) -> float:
             "no more": math.log1p(margin), "no less": -math.log1p(margin)}[direction]
 
 
+def opposite_boundary(direction: str, margin: float = MARGIN) -> float:
+    """The true log ratio at which the *opposite* of a claim of `direction` is just false
+    (the least favourable case for finding the opposite): no difference (0) for a claimed
+    'more' or 'less'; the margin's edge log(1 + margin) for a claimed parity (either edge
+    gives the same rate: the intervals are symmetric) and for 'no more' (whose opposite is
+    'more'); -log(1 + margin) for 'no less'."""
+    return {"more": 0.0, "less": 0.0, "parity": math.log1p(margin),
+            "no more": math.log1p(margin), "no less": -math.log1p(margin)}[direction]
+
+
 def alternative(direction: str, effect: float = 1.5) -> float:
     """The true log ratio at which power is stated: a ratio `effect` (or 1 / effect) for a
     claimed difference, no difference for a claimed parity."""
@@ -302,12 +304,18 @@ class Calibration:
     """How often a claim's rule finds the paper's result (reproduced or partly) where it
     is false (`false_rate`, at the boundary of the claim), and where it holds on every task
     (at a 1.5x effect for a difference, at ratio 1 for parity): on at least one task
-    (`power`) and on all of them (`power_every`, reproduced), over `runs` simulations."""
+    (`power`) and on all of them (`power_every`, reproduced), over `runs` simulations;
+    how often it finds the opposite of the paper ('contradicted' or 'mixed') where the
+    opposite is just false (`false_opposite`, every test at `opposite_boundary`); and the
+    best verdict the design reaches with probability at least `stats.POWER` where the claim
+    holds (`best`: 'reproduced', 'partly reproduced' or 'none')."""
 
     false_rate: float
     power: float
     power_every: float
     runs: int
+    false_opposite: float
+    best: str
 
 
 def calibration(results: list[Result], direction: str, family: int, runs: int = 2000,
@@ -336,9 +344,14 @@ def calibration(results: list[Result], direction: str, family: int, runs: int = 
                              margins, family, runs, rng)
     alt = simulate_outcomes(sds, units, direction, [alternative(direction, effect)] * len(tests),
                             margins, family, runs, rng)
-    return Calibration(float(np.mean([v in found for v in null])),
-                       float(np.mean([v in found for v in alt])),
-                       float(np.mean([v == "reproduced" for v in alt])), runs)
+    opposite = simulate_outcomes(sds, units, direction,
+                                 [opposite_boundary(direction, m) for m in margins], margins,
+                                 family, runs, rng)
+    every, some = (float(np.mean([v == "reproduced" for v in alt])),
+                   float(np.mean([v in found for v in alt])))
+    best = "reproduced" if every >= POWER else "partly reproduced" if some >= POWER else "none"
+    return Calibration(float(np.mean([v in found for v in null])), some, every, runs,
+                       float(np.mean([v in ("contradicted", "mixed") for v in opposite])), best)
 
 
 def _spread(r: Result) -> tuple[float, ...]:
@@ -355,32 +368,43 @@ def _spread(r: Result) -> tuple[float, ...]:
     return sd
 
 
-def comparative(larger: str, smaller: str) -> dict[str, str]:
-    """What each result found, in words for a quantity other than rank: ('larger',
-    'smaller') -> 'Sinkhorn larger', 'Sinkhorn not larger by the margin', ..."""
-    return {"more": f"Sinkhorn {larger}", "less": f"Sinkhorn {smaller}",
-            "not more": f"Sinkhorn not {larger} by the margin",
-            "not less": f"Sinkhorn not {smaller} by the margin"}
-
-
 CHECK_WORDS = {"passes": "the check passes", "fails": "the check fails",
                "not checked": "not checked on this run"}
 
 
 def results_sentence(results: list[Result], unit: str | tuple[str, str] = "seeds",
-                     words: dict[str, str] | None = None) -> str:
-    """Each result in one clause: 'text: Sinkhorn keeps more, ratio 1.32 (98.3% interval
-    1.10–1.58, 5 seeds; detectable 1.45); mnist: ...'. `words` name what each result found
-    (default `stats.WORDS`)."""
-    said = {**WORDS, **CHECK_WORDS, **(words or {})}
+                     ratio: str | None = None) -> str:
+    """Each result in one clause, naming the estimate, then what it found (`stats.WORDS`):
+    'MNIST: Sinkhorn / softmax 1.14 (98.8% interval 1.04–1.25, 8 seeds; detectable 1.10):
+    higher; ...'. `ratio` names the estimate (default: 'Sinkhorn / softmax' for a test, 'the
+    checked value' for a check; pass the part's `estimate()` where it is another ratio). A
+    test that could not be carried out says why (its `note`)."""
+    said = {**WORDS, **CHECK_WORDS}
     clauses = []
     for r in results:
-        why = " (mostly tied at the rounding floor)" if mostly_at_floor(r.tied, r.values) else ""
         where = f"{r.task}" + (f", {r.at:g}" if r.at is not None else "")
-        value = f"ratio {result_words(r, unit)}" if r.units else f"value {result_words(r)}"
-        clauses.append(f"{where}: {said[r.found]}{why}, {value}")
+        if r.outcome == "untested" and r.number is None:
+            clauses.append(f"{where}: {OUTCOME_WORDS['untested']}"
+                           + (f" ({r.note})" if r.note else ""))
+            continue
+        why = " (mostly tied at the rounding floor)" if mostly_at_floor(r.tied, r.values) else ""
+        name = ratio or ("Sinkhorn / softmax" if r.units else "the checked value")
+        clauses.append(f"{where}: {name} {result_words(r, unit)}: {said[r.found]}{why}")
     return "; ".join(clauses) + "." if clauses else "no test."
 
 
-# Test accuracy compared (C8, B1): the words of `comparative` for accuracies.
-ACCURACY_WORDS = {**comparative("more accurate", "less accurate"), "parity": "a match"}
+def part_words(results: list[Result]) -> str:
+    """A count of the tests' outcomes in `OUTCOME_WORDS`, in the order of `OUTCOMES`: '3
+    tests agree with the paper, 1 against the paper' (for a chapter that tests only some
+    parts of a claim, where the claim's verdict word would say more than these tests
+    decide); 'no test' for none."""
+    counts = {o: sum(r.outcome == o for r in results) for o in OUTCOMES}
+    said = []
+    for o, n in counts.items():
+        if not n:
+            continue
+        words = OUTCOME_WORDS[o]
+        if o == "agrees" and n > 1:
+            words = "agree with the paper"
+        said.append(f"{n} test{'s' if n > 1 else ''} {words}" if not said else f"{n} {words}")
+    return ", ".join(said) or "no test"

@@ -3,10 +3,11 @@
 - **B1** pure self-attention (no FFN, no skip connections) *trained* that way, with and
   without LayerNorm, against the complete models of chapter 5 run with the same parts
   switched off only at inference: accuracy and the layer-wise residual.
-- **B2** the paper's hypothesis, in trained models: path products whose factors come from
-  *different* inputs (each factor from an independent input, or the inputs shuffled within
-  each layer) against paths from one input. If the Sinkhorn advantage comes from the
-  correlation of attention along a real path, it shrinks when that correlation is broken.
+- **C6d** the paper's hypothesis, decided in trained models: path products whose factors
+  come from *different* inputs (each factor from an independent input, or the inputs
+  shuffled within each layer) against paths from one input. If the Sinkhorn advantage comes
+  from the correlation of attention along a real path, it shrinks when that correlation is
+  broken.
 - **B3** the normalization swapped at inference (softmax-trained weights run with Sinkhorn,
   and the reverse): what the weights learned against what the normalization does.
 - **B4** how many Sinkhorn iterations inference needs: the Sinkhorn-trained models run with
@@ -16,7 +17,8 @@
 
 Every question is decided by its registered primary tests (`registry`) over independent
 units (training seeds; weight draws for random layers); the verdicts say what was found
-(`verdicts.finding_verdict`, `mechanism_verdict`, `iterations_verdict`).
+(`verdicts.finding_verdict`, `iterations_verdict`); C6d, a claim of the paper, by the
+claim rule.
 """
 
 from __future__ import annotations
@@ -35,12 +37,11 @@ from ..measures import FLOOR, Paths, path_products, relative_residual, sample_pa
 from ..models import Classifier, Switches, random_stack
 from ..normalizations import NORMALIZATIONS, marginal_errors
 from ..profiles import Profile, Task
-from ..registry import (ACCURACY_MARGIN, ITERATIONS, Claim, run, run_sequence,
+from ..registry import (ACCURACY_MARGIN, ITERATIONS, Claim, registered, run, run_sequence,
                         size_scale_label)
 from ..stats import WORDS, compare_groups, compare_table, describe, family_level, significant, \
     unit_values
-from ..verdicts import (ACCURACY_WORDS, LEARNED, Result, comparative, iterations_verdict,
-                        results_sentence)
+from ..verdicts import LEARNED, iterations_verdict, results_sentence
 from ..names import display
 from ..tasks import SCRATCH, train_config
 from ..timing import interleaved_times
@@ -50,7 +51,7 @@ from .. import recording as rec
 
 HALF_STEP = min(ITERATIONS)  # B4: one half-step (a row normalization of exp(logits)) is softmax
 ACCURACY_INPUTS = 500  # test inputs for the accuracies of B1, B3 and B4
-MODES = ("one input", "inputs mixed", "inputs shuffled")  # B2
+MODES = ("one input", "inputs mixed", "inputs shuffled")  # C6d
 # C10: power iteration to a relative change of 1e-3 or 30 steps, a lower bound of the norm
 # (`power_iteration_check` measures how close it is)
 POWER = dict(rtol=1e-3, max_iter=30)
@@ -165,8 +166,8 @@ def scratch_claim(accuracy: pd.DataFrame, residuals: pd.DataFrame, contrast: pd.
                             for name in NORMALIZATIONS)
             moved = " ".join(
                 f"{display(name)}: " + describe(g, "layer", "layer",
-                                                more="trained pure keeps more",
-                                                less="trained pure keeps less")
+                                                more="trained pure higher",
+                                                less="trained pure lower")
                 for name, g in contrast[(contrast["variant"] == variant)
                                         & (contrast["task"] == task)].groupby(
                                             "normalization", sort=False))
@@ -181,7 +182,7 @@ def scratch_claim(accuracy: pd.DataFrame, residuals: pd.DataFrame, contrast: pd.
     return Claim.of("B1", tested, " ".join(parts), figure="fig-scratch-residual")
 
 
-# ----------------------------------------------------------------------------- B2
+# ----------------------------------------------------------------------------- C6d
 
 
 def mode_paths(paths: Paths, mode: str, batch: int, n_layers: int,
@@ -243,32 +244,27 @@ def mechanism_comparisons(paths: pd.DataFrame) -> pd.DataFrame:
 
 
 def mechanism_data(paths: pd.DataFrame) -> pd.DataFrame:
-    """`mechanism`'s table as the data of B2's (and C6d's) registered contrast: the modes
+    """`mechanism`'s table as the data of C6d's registered contrast: the modes
     as variants, the depths as positions."""
     return rec.per_unit(paths.rename(columns={"mode": "variant"}), position="depth")
 
 
-def mechanism_claims(paths: pd.DataFrame, titles: dict[str, str], profile: Profile
-                     ) -> tuple[Claim, Claim]:
-    """B2 (its own registered test) and the trained-model part of C6d (the same test at
-    C6d's family level): per image task, Sinkhorn's advantage in path products with one
-    input against that with each factor from an independent input; it counts only where
-    Sinkhorn is shown ahead with one input."""
-    data = mechanism_data(paths)
-    b2 = run("B2", "trained models", data, profile, titles)
-    c6d = run("C6d", "trained models, correlation broken", data, profile, titles)
-    words = {"more": "the advantage shrinks", "less": "the advantage grows",
-             "parity": "the advantage stays", "not more": "no shrinkage of the margin's size"}
-
-    def finding(results: list[Result]) -> str:
-        return (f"Path products of depths 2–L, the ratio Sinkhorn / softmax with one input "
-                "divided by that with the inputs mixed (above 1: the advantage shrinks when "
-                "the correlation is broken): " + results_sentence(results, "seeds", words)
-                + " Whether Sinkhorn is ahead with one input at all (the condition): "
-                + "; ".join(f"{r.task}: {WORDS[r.requirement]}" for r in results) + ".")
-
-    return (Claim.of("B2", b2, finding(b2), figure="fig-mechanism"),
-            Claim.of("C6d", c6d, "Trained models: " + finding(c6d), figure="fig-mechanism"))
+def mechanism_claim(paths: pd.DataFrame, titles: dict[str, str], profile: Profile) -> Claim:
+    """C6d, the paper's hypothesis, decided on trained models: per image task, Sinkhorn's
+    advantage in path products with one input against that with each factor from an
+    independent input (the registered contrast); it agrees only where Sinkhorn is shown
+    ahead with one input. The inputs shuffled are description (the figure)."""
+    part = "trained models, correlation broken"
+    c6d = run("C6d", part, mechanism_data(paths), profile, titles)
+    finding = ("Trained models, path products of depths 2–L, the ratio Sinkhorn / softmax "
+               "with one input divided by that with the inputs mixed (above 1: the advantage "
+               "shrinks when the correlation is broken): "
+               + results_sentence(c6d, "seeds", registered("C6d").part(part).estimate())
+               + " Whether Sinkhorn is ahead with one input at all (the condition), Sinkhorn "
+               "/ softmax there: "
+               + "; ".join(f"{r.task}: {WORDS[r.requirement]}" for r in c6d
+                           if r.requirement) + ".")
+    return Claim.of("C6d", c6d, finding, figure="fig-mechanism")
 
 
 # ----------------------------------------------------------------------------- B3 and B4
@@ -422,7 +418,8 @@ def iteration_claim(sweep: pd.DataFrame, titles: dict[str, str], profile: Profil
                     f"takes {speed.min():.2f}–{speed.max():.2f} of the time with {full:g} "
                     f"(per task, median over seeds, this run's device). "
                     + " ".join(parts) + f" With {below[0].at:g} iterations against {full:g}: "
-                    + results_sentence(below, "seeds", ACCURACY_WORDS),
+                    + results_sentence(below, "seeds", "test accuracy with "
+                                       f"{below[0].at:g} iterations / with {full:g}"),
                     figure="fig-iterations")
 
 
@@ -540,7 +537,6 @@ def lipschitz_claim(random: pd.DataFrame, trained: pd.DataFrame, sensitive: pd.D
     weight draws, per n and logit scale) and of trained layers (units: training seeds), the
     registered tests that decide the verdict; and the sensitivity of trained models (units:
     training seeds), description beside it."""
-    words = comparative("larger", "smaller")
     wide = unit_values(random, "draw", ["n", "logit_std"], "lipschitz")
     rand = run("C10", "random layers", wide.assign(task=[
         size_scale_label(n, s) for n, s in zip(wide["n"], wide["logit_std"])]).rename(
@@ -548,13 +544,12 @@ def lipschitz_claim(random: pd.DataFrame, trained: pd.DataFrame, sensitive: pd.D
     layers = run("C10", "trained layers", rec.per_unit(trained.assign(variant="full model"),
                                                        "lipschitz"), profile, titles)
     sens = compare_table(sensitive, unit="seed", by=["task"], value="sensitivity")
-    parts = ["Random layers: " + results_sentence(rand, "draws", words),
-             "Trained layers (first, middle and last): " + results_sentence(layers, "seeds",
-                                                                            words),
+    parts = ["Random layers: " + results_sentence(rand, "draws"),
+             "Trained layers (first, middle and last): " + results_sentence(layers, "seeds"),
              "(The sensitivities below are averages over random directions, not Lipschitz "
              "constants, and do not enter the verdict.)"]
     parts += [f"Sensitivity of the trained models to their input, {titles[r.task]}: "
-              f"{({**WORDS, **words})[r.verdict]} (ratio {significant(r.ratio)}, "
-              f"{100 * r.level:.3g}% interval {significant(r.low)}–{significant(r.high)}, "
-              f"{r.units} seeds)." for r in sens.itertuples()]
+              f"Sinkhorn / softmax {significant(r.ratio)} ({100 * r.level:.3g}% interval "
+              f"{significant(r.low)}–{significant(r.high)}, {r.units} seeds): "
+              f"{WORDS[r.verdict]}." for r in sens.itertuples()]
     return Claim.of("C10", rand + layers, " ".join(parts), figure="fig-lipschitz")

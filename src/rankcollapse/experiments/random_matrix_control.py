@@ -26,7 +26,7 @@ from ..measures import path_products, relative_residual, rounding_floor, sample_
 from ..models import Switches, random_stack
 from ..normalizations import NORMALIZATIONS, normalize
 from ..profiles import Profile
-from ..registry import HALF_IDENTITY, INDEPENDENT, NETWORK_SCALES, Claim, run, scale_label
+from ..registry import HALF_IDENTITY, INDEPENDENT, NETWORK_SCALES, Claim, run
 from ..stats import (FOUND, WORDS, censored_logs, compare_groups, compare_table, describe,
                      family_level, ranges, unit_values)
 from ..verdicts import results_sentence
@@ -155,8 +155,7 @@ def beyond_control(networks: pd.DataFrame, controls: pd.DataFrame, pairs: dict[s
     logit scale (`pairs`: network setting -> control setting)? Networks and control pools are
     independent groups (`stats.compare_groups` of the pools' log ratios, censored at the
     rounding `floor`: 'more' = the networks' ratio is the larger), the intervals
-    simultaneous over every (setting, depth) of the table (description; C6d's registered
-    test is `registered_chains`)."""
+    simultaneous over every (setting, depth) of the table (description)."""
     wide = unit_values(pd.concat([networks, controls], ignore_index=True), "pool",
                        ["setting", "depth"])
     logs, _, _ = censored_logs(wide["softmax"], wide["sinkhorn"], floor)
@@ -216,14 +215,15 @@ def correlated_test(n_layers: int, batch: int, n_heads: int, n: int, rhos, n_poo
 
 def correlated_sentence(adv: pd.DataFrame) -> str:
     """What `correlated_test` found: the ratio at the deepest path per rho, in how many
-    (rho, depth) cells Sinkhorn keeps more, and the verdict over depths at the largest rho."""
+    (rho, depth) cells Sinkhorn is higher, and the verdict over depths at the largest rho."""
     deepest = adv[adv["depth"] == adv["depth"].max()].sort_values("rho")
     ratios = ", ".join(f"{r:.2f} (ρ = {rho:g})" for rho, r in zip(deepest["rho"],
                                                                   deepest["ratio"]))
     strongest = adv[adv["rho"] == adv["rho"].max()]
+    higher = int((adv["verdict"] == "more").sum())
     return (f"At the deepest path (depth {adv['depth'].max()}) the ratio is {ratios}; "
-            f"Sinkhorn keeps more in {int((adv['verdict'] == 'more').sum())} of the "
-            f"{len(adv)} (ρ, depth) cells. At the strongest correlation, "
+            f"Sinkhorn higher in {higher or 'none'} of the {len(adv)} (ρ, depth) "
+            f"cell{'s' if len(adv) != 1 else ''}. At the strongest correlation, "
             f"ρ = {adv['rho'].max():g}: {describe(strongest, 'depth')}")
 
 
@@ -260,13 +260,6 @@ def hidden_state_comparisons(stacks: pd.DataFrame) -> pd.DataFrame:
     table (description)."""
     return compare_table(stacks[stacks["layer"] > 0], unit="draw", by=["logit_std", "layer"],
                          floor=rounding_floor(torch.float64))
-
-
-def registered_hidden(stacks: pd.DataFrame) -> pd.DataFrame:
-    """`hidden_state_stacks` as the data of C6d's hidden-state tests (`registry.run`)."""
-    wide = unit_values(stacks[stacks["layer"] > 0], "draw", ["logit_std", "layer"])
-    return wide.assign(task=wide["logit_std"].map(scale_label)).rename(
-        columns={"draw": "unit", "layer": "position"})
 
 
 def registered_paths(table: pd.DataFrame, setting: str, task: str) -> pd.DataFrame:
@@ -311,8 +304,8 @@ class ChainTest:
         """Per logit scale, the sentence of `beyond` over depths."""
         beyond = self.beyond
         return {s: describe(beyond[beyond["setting"] == network_label(True, s)], "depth",
-                            more="the network's ratio is larger",
-                            less="the network's ratio is smaller") for s in self.scales}
+                            more="the network's ratio higher",
+                            less="the network's ratio lower") for s in self.scales}
 
 
 def chain_test(d_model: int, n_heads: int, n_layers: int, batch: int, n: int, n_pools: int,
@@ -339,20 +332,6 @@ def control_label(scale: float) -> str:
     return f"independent, logit scale {scale:g}"
 
 
-def registered_chains(networks: pd.DataFrame, controls: pd.DataFrame, scales
-                      ) -> pd.DataFrame:
-    """C6d's path-product data: per logit scale, the networks with skips and LayerNorm
-    (group 'other') against independent random matrices at that scale (group
-    'reference'), each pool's per-depth medians of both normalizations."""
-    frames = []
-    for s in scales:
-        frames += [registered_paths(controls, control_label(s), scale_label(s))
-                   .assign(group="reference"),
-                   registered_paths(networks, network_label(True, s), scale_label(s))
-                   .assign(group="other")]
-    return pd.concat(frames, ignore_index=True)
-
-
 def verdicts(adv: pd.DataFrame) -> dict[str, str]:
     """Per setting, the sentence of `stats.describe` over depths."""
     return {s: describe(g, "depth") for s, g in adv.groupby("setting", sort=False)}
@@ -364,59 +343,23 @@ def sweep_sentence(sweep: pd.DataFrame) -> str:
     parts = [f"{WORDS[v]} in {counts[v]}" for v in FOUND if v in counts]
     return (f"Over n = {ranges(sweep['n'].unique())}, logit scales "
             f"{ranges(sweep['logit_std'].unique())} and depths {ranges(sweep['depth'].unique())}"
-            " (description, intervals simultaneous over the cells): "
-            + ", ".join(parts) + f" of {len(sweep)} cells.")
+            " (description, intervals simultaneous over the cells), Sinkhorn / softmax: "
+            + ", ".join(parts) + f" of {len(sweep)} cell{'s' if len(sweep) != 1 else ''}.")
 
 
-HIDDEN_PARTS = {True: "random networks with skips and LayerNorm, hidden states",
-                False: "random networks with skips, no LayerNorm, hidden states"}
-CHAIN_PART = "random networks with skips and LayerNorm, path products"
-
-
-def claims(control: pd.DataFrame, networks: pd.DataFrame, controls: pd.DataFrame,
-           hidden: dict[bool, pd.DataFrame], sweep: pd.DataFrame, profile: Profile
-           ) -> list[Claim]:
-    """C6a and C6b (the registered tests on the control's pools: `control`, settings
-    'independent' and 'independent, half identity'), and this chapter's parts of C6d: path
-    products of random networks with skips and LayerNorm against independent matrices at
-    the same logit scale (`networks`, `controls`: `pooled_paths` tables, settings
-    `network_label` and `control_label`), and the hidden states of random networks with
-    skips with and without LayerNorm (`hidden`: LayerNorm -> `hidden_state_stacks`). The
-    sweep over n and logit scale is description."""
+def claims(control: pd.DataFrame, sweep: pd.DataFrame, profile: Profile) -> list[Claim]:
+    """C6a and C6b: the registered tests of parity on the control's pools (`control`,
+    settings 'independent' and 'independent, half identity'). The sweep over n and logit
+    scale, and the random networks of tests (b) and (c), are description: the paper's
+    hypothesis (C6d) is decided on trained models in chapter 6."""
     c6a = run("C6a", "random matrices", registered_paths(control, "independent", INDEPENDENT),
               profile)
     c6b = run("C6b", "random matrices, half identity",
               registered_paths(control, "independent, half identity", HALF_IDENTITY), profile)
-    chains = run("C6d", CHAIN_PART, registered_chains(networks, controls, NETWORK_SCALES),
-                 profile)
-    states = {ln: run("C6d", HIDDEN_PARTS[ln], registered_hidden(stacks), profile)
-              for ln, stacks in hidden.items()}
     where = f"(n = {profile.n_tokens}, logit scale 1, depths 2–{profile.depth})"
-
-    def less(results) -> str:  # "no advantage" holds, but not as the paper's parity
-        return (" Sinkhorn keeps less here, so the registered claim of no Sinkhorn advantage "
-                "holds; but the paper describes parity, and here Sinkhorn's random products "
-                "decay faster than softmax's."
-                if any(r.found == "less" for r in results) else "")
-
     return [
-        Claim.of("C6a", c6a, f"Random products {where}, " + results_sentence(c6a, "pools")
-                 + less(c6a) + " " + sweep_sentence(sweep), figure="fig-control-ratio"),
-        Claim.of("C6b", c6b, f"Random products {where}, "
-                 + results_sentence(c6b, "pools") + less(c6b), figure="fig-control-ratio"),
-        Claim.of("C6d", chains + states[True] + states[False],
-                 "Random networks with skip connections. Path products (depths "
-                 f"2–{profile.depth}; with LayerNorm), the networks' ratio Sinkhorn / softmax "
-                 "over that of independent random matrices at the same logit scale: "
-                 + results_sentence(chains, ("control pools", "networks"),
-                                    {"more": "the networks' ratio is larger",
-                                     "less": "the networks' ratio is smaller",
-                                     "not more": "the networks' ratio not larger by the margin",
-                                     "not less": "the networks' ratio not smaller by the margin"})
-                 + " Hidden states, Sinkhorn / softmax, with LayerNorm: "
-                 + results_sentence(states[True], "weight draws")
-                 + " Without LayerNorm: " + results_sentence(states[False], "weight draws")
-                 + " (The trained-model part of this claim, with the correlation along the "
-                 "path broken, is tested in chapter 6.)",
-                 figure="fig-network-chains, fig-hidden-test"),
+        Claim.of("C6a", c6a, f"Random products {where}: " + results_sentence(c6a, "pools")
+                 + " " + sweep_sentence(sweep), figure="fig-control-ratio"),
+        Claim.of("C6b", c6b, f"Random products {where}: "
+                 + results_sentence(c6b, "pools"), figure="fig-control-ratio"),
     ]

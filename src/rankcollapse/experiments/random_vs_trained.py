@@ -103,15 +103,14 @@ def claim(paths: pd.DataFrame, random: pd.DataFrame, titles: dict[str, str],
     return Claim.of("C6c", tested, "Rank-1 residual of path products, random / trained (complete "
                     "models; seeds against independent pools of random matrices of the same "
                     "shape and measured logit scale; depths 2–L): " + results_sentence(
-                        tested, ("seeds", "pools"), {"more": "random products keep more",
-                                                  "less": "random products keep less"}),
+                        tested, ("seeds", "pools"), "random / trained"),
                     figure="fig-random-vs-trained")
 
 
 def sentences(contrast: pd.DataFrame, titles: dict[str, str]) -> str:
     """The per-depth description of `random_contrast`, per task and normalization."""
     return " ".join(f"{titles[task]}, {'Sinkhorn' if name == 'sinkhorn' else name}: "
-                    + describe(g, "depth", more="random products keep more",
-                               less="random products keep less")
+                    + describe(g, "depth", more="random higher",
+                               less="random lower")
                     for (task, name), g in contrast.groupby(["task", "normalization"],
                                                             sort=False))

@@ -14,7 +14,7 @@ from ..normalizations import marginal_errors, sinkhorn, softmax
 from ..profiles import Profile
 from ..registry import ENTROPY_MARGIN, PAPER_N, PAPER_SCALE, Claim, run, scale_label
 from ..stats import compare_table, describe, mostly_at_floor, unit_values
-from ..verdicts import SHARE, TOLERANCE, comparative, marginal_check, results_sentence
+from ..verdicts import SHARE, TOLERANCE, marginal_check, results_sentence
 
 
 def convergence(logits: torch.Tensor, max_half_steps: int) -> pd.DataFrame:
@@ -125,8 +125,7 @@ def entropy_sentence(entropy: pd.DataFrame, x: str = "scale", noun: str = "logit
                      margin_note: bool = True) -> str:
     """`stats.describe` of an entropy comparison over `x` (logit scales, layers), with the
     parity margin (`ENTROPY_PARITY`) unless `margin_note` is False."""
-    return describe(entropy, x, noun, more="Sinkhorn rows spread more",
-                    less="Sinkhorn rows spread less") + (f" {ENTROPY_PARITY}" if margin_note else "")
+    return describe(entropy, x, noun) + (f" {ENTROPY_PARITY}" if margin_note else "")
 
 
 def registered_entropy(entropies: pd.DataFrame) -> pd.DataFrame:
@@ -158,6 +157,6 @@ def claims(after: pd.DataFrame, entropies: pd.DataFrame, profile: Profile) -> li
                  f"{after[column].iloc[-1]:.1e}.", figure="fig-convergence"),
         Claim.of("C9", entropy, "Row entropy, Sinkhorn against softmax over independent "
                  "random matrices, per logit scale: "
-                 + results_sentence(entropy, "matrices", comparative("higher", "lower"))
+                 + results_sentence(entropy, "matrices")
                  + f" {ENTROPY_PARITY}", figure="fig-entropy"),
     ]

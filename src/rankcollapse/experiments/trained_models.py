@@ -22,10 +22,11 @@ from ..measures import FLOOR, layer_table, row_entropy
 from ..models import Classifier, EncoderOutput, Switches
 from ..normalizations import NORMALIZATIONS, marginal_errors, sinkhorn
 from ..profiles import Profile, Task
-from ..registry import ACCURACY_MARGIN, ENTROPY_MARGIN, Claim, run
+from ..registry import (ACCURACY_MARGIN, COLLAPSE_LEVEL, ENTROPY_MARGIN, NO_SKIPS, SKIPS,
+                        Claim, collapse_layers, registered, registered_depth, run)
 from ..stats import FOUND, WORDS, compare_table, describe, mostly_at_floor, ranges
-from ..verdicts import (ACCURACY_WORDS, LEARNED, SHARE, TOLERANCE, Result, comparative,
-                        marginal_check, results_sentence)
+from ..verdicts import LEARNED, SHARE, TOLERANCE, Result, marginal_check, \
+    results_sentence
 from ..baselines import linear_baseline
 from ..names import TASKS, dataset, display
 from ..training import TrainResult, plateaued, train
@@ -240,9 +241,9 @@ def accuracy_claim(results: dict[str, dict[tuple[str, int], TrainResult]],
     means = data.groupby("task", sort=False)[["softmax", "sinkhorn"]].mean()
     accuracies = "; ".join(f"{titles[t]}: softmax {r.softmax:.3f}, Sinkhorn {r.sinkhorn:.3f}"
                            for t, r in means.iterrows())
-    return Claim.of("C8", tested, f"Mean test accuracy per task: {accuracies}. Ratio Sinkhorn "
-                    f"/ softmax over seeds (a match: within a factor {1 + ACCURACY_MARGIN:g} "
-                    "of 1): " + results_sentence(tested, "seeds", ACCURACY_WORDS))
+    return Claim.of("C8", tested, f"Mean test accuracy per task: {accuracies}. Test accuracy, "
+                    f"Sinkhorn / softmax over seeds (parity: within a factor "
+                    f"{1 + ACCURACY_MARGIN:g} of 1): " + results_sentence(tested, "seeds"))
 
 
 def chance_sentence(results: dict[str, dict[tuple[str, int], TrainResult]],
@@ -333,38 +334,76 @@ def path_sentences(comparisons: pd.DataFrame) -> dict[str, str]:
     return {s: describe(g, "depth") for s, g in comparisons.groupby("setting", sort=False)}
 
 
+def estimate(claim_id: str, part: str) -> str:
+    """What the number of a registered part's test is, in words (`Part.estimate`)."""
+    return registered(claim_id).part(part).estimate()
+
+
+def collapse_words(collapse: dict[tuple[str, str], int], titles: dict[str, str],
+                   profile: Profile, variants: tuple[str, ...]) -> str:
+    """'Text: k = 3 of 6 (full model), ...': the last layer before the softmax models'
+    collapse to half, per task and variant, in words."""
+    said = []
+    for task in dict.fromkeys(t for t, _ in collapse):
+        depth = registered_depth(task, profile)
+        ks = ", ".join(f"k = {collapse[(task, v)]} ({v})" for v in variants
+                       if (task, v) in collapse)
+        said.append(f"{titles.get(task, task)}: {ks} of {depth} layers")
+    return "; ".join(said)
+
+
 def claims(analysis: "Analysis", titles: dict[str, str], profile: Profile) -> list[Claim]:
     """C4a-C4e on this run: the registered tests (`registry`) on the hidden states (C4a;
-    early against late layers, C4b; with skips against without, C4c), the attention
-    sub-layer's output (C4d) and attention path products (C4e) of the trained models."""
+    early against late layers and before against after the softmax models' collapse to
+    half, C4b; with skips against without, each before its own collapse, C4c), the
+    attention sub-layer's output (C4d) and attention path products (C4e) of the trained
+    models. The collapse layers come from the softmax models' relative residual
+    (`registry.collapse_layers`)."""
     hidden = per_unit(analysis.hidden)
     paths = per_unit(analysis.paths, position="depth")
+    collapse = collapse_layers(per_unit(analysis.hidden, "relative"), profile)
+    c4b = (run("C4b", "trained models, by relative depth", hidden, profile, titles)
+           + run("C4b", "trained models, by collapse", hidden, profile, titles, collapse))
     tested = {"C4a": run("C4a", "trained models", hidden, profile, titles),
-              "C4b": run("C4b", "trained models", hidden, profile, titles),
-              "C4c": run("C4c", "trained models", hidden, profile, titles),
+              "C4b": c4b,
+              "C4c": run("C4c", "trained models, at matched residual level", hidden, profile,
+                         titles, collapse),
               "C4d": run("C4d", "trained models", per_unit(analysis.attention_output),
                          profile, titles),
               "C4e": run("C4e", "trained models", paths, profile, titles)}
+
     def with_requirement(results: list[Result], where: str) -> str:
-        return (f"Whether Sinkhorn is ahead {where} at all (the condition): " + "; ".join(
-            f"{r.task}: {WORDS[r.requirement]}" for r in results if r.requirement) + ".")
+        return (f"Whether Sinkhorn is ahead {where} at all (the condition), Sinkhorn / "
+                "softmax there: " + "; ".join(
+                    f"{r.task}: {WORDS[r.requirement]}" for r in results if r.requirement)
+                + ".") if any(r.requirement for r in results) else ""
+
+    def part_sentence(part: str) -> str:
+        return results_sentence([r for r in c4b if r.part == part], "seeds",
+                                estimate("C4b", part))
 
     depth = max(t.depth for t in profile.tasks.values())
+    level = f"{COLLAPSE_LEVEL:g}"
+    windows = (f"the last layer k before the softmax models' relative residual (to the "
+               f"input's, geometric mean over seeds) first falls below {level}, per task: ")
     return [
         Claim.of("C4a", tested["C4a"], f"Complete models, layers 1–{depth}, Sinkhorn / "
                  "softmax: " + results_sentence(tested["C4a"]) + " The trained logit scale "
                  "(median standard deviation of the logits, lowest–highest layer): "
                  + scale_words(analysis.attention, titles) + ".", figure=RESIDUAL_FIGURES),
-        Claim.of("C4b", tested["C4b"], "Complete models, the ratio Sinkhorn / softmax over "
-                 "the first half of the layers divided by that over the second half (above 1: "
-                 "larger early): " + results_sentence(tested["C4b"], words={
-                     "more": "larger early", "less": "larger late"}) + " "
-                 + with_requirement(tested["C4b"], "early"), figure=RESIDUAL_FIGURES),
-        Claim.of("C4c", tested["C4c"], "The ratio Sinkhorn / softmax with skip connections "
-                 "(complete, without FFN) divided by that without them (without skip, pure "
-                 "attention), first half of the layers (above 1: larger with skips): "
-                 + results_sentence(tested["C4c"], words={"more": "larger with skips",
-                                                         "less": "larger without"}) + " "
+        Claim.of("C4b", c4b, "Complete models. By relative depth, layers 1–L/2 against "
+                 "L/2+1–L: " + part_sentence("trained models, by relative depth")
+                 + " By collapse, layers 1–k against k+1–L, with " + windows
+                 + collapse_words(collapse, titles, profile, ("full model",)) + ": "
+                 + part_sentence("trained models, by collapse") + " "
+                 + with_requirement(c4b, "in the first selection"), figure=RESIDUAL_FIGURES),
+        Claim.of("C4c", tested["C4c"], "Each variant over its own layers 1–k before the "
+                 "softmax models' collapse to half, not at matched layer indices ("
+                 + windows + collapse_words(collapse, titles, profile, SKIPS + NO_SKIPS)
+                 + "), tested on the log-ratio scale: "
+                 + results_sentence(tested["C4c"], "seeds",
+                                    estimate("C4c", "trained models, at matched residual "
+                                                    "level")) + " "
                  + with_requirement(tested["C4c"], "with skips"), figure=RESIDUAL_FIGURES),
         Claim.of("C4d", tested["C4d"], "The attention sub-layer's own output (before the skip "
                  "connection adds the block's input), complete models: "
@@ -406,7 +445,7 @@ def trained_attention_claims(attention: pd.DataFrame, titles: dict[str, str],
                  + "; ".join(parts) + ".", figure="fig-trained-attention"),
         Claim.of("C9", entropy, "Row entropy of the complete models' attention, Sinkhorn / "
                  "softmax over seeds, layers 1–L: "
-                 + results_sentence(entropy, words=comparative("higher", "lower"))
+                 + results_sentence(entropy)
                  + f" (Parity for entropies: within a factor {1 + ENTROPY_MARGIN:g}.)",
                  figure="fig-trained-attention"),
     ]
