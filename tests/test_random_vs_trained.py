@@ -38,7 +38,8 @@ def test_random_over_trained_is_the_ratio_and_depth_one_is_left_out():
     np.testing.assert_allclose(contrast.ratio, 100.0, rtol=0.05)
     assert (contrast.verdict == "more").all() and (contrast.units == 3).all()
     c6c = claim(paths, random, {"t": "Task"}, TOY)
-    assert c6c.verdict == "reproduced" and "random products keep more" in c6c.finding
+    assert c6c.verdict == "reproduced" and ": random / trained " in c6c.finding
+    assert c6c.finding.endswith("): higher.")
     assert [r.task for r in c6c.results] == ["Task, softmax", "Task, Sinkhorn"]
     assert c6c.results[0].number == pytest.approx(100.0, rel=0.05)
     assert c6c.results[0].units == (3, 5)  # seeds, pools
