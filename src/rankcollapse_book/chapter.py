@@ -10,7 +10,6 @@ which says so honestly.
 from __future__ import annotations
 
 import html
-import subprocess
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -27,28 +26,10 @@ from rankcollapse.devices import resolve_device
 from rankcollapse.plots import use_style
 from rankcollapse.profiles import Profile, get_profile
 from rankcollapse.registry import Claim
-from rankcollapse_book.export import FIGURE_DIR, save_figure
+from rankcollapse_book.export import FIGURE_DIR, git_commit, save_figure
 from rankcollapse_book.ledger import SYNTHETIC, chapter_box, save_records
 
 TIME_PLACEHOLDER = "not measured (run outside the book pipeline)"
-
-
-def _git(*args: str) -> str | None:
-    """Output of `git args` run in this package's folder, or None when git cannot answer."""
-    try:
-        done = subprocess.run(["git", *args], cwd=Path(__file__).parent, capture_output=True,
-                              text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
-
-
-def git_commit() -> str:
-    """Short commit sha of the working tree, '+dirty' when it has uncommitted changes."""
-    sha = _git("rev-parse", "--short", "HEAD")
-    if sha is None:
-        return "unknown"
-    return sha + "+dirty" if _git("status", "--porcelain") else sha
 
 
 def provenance(profile: str, device: torch.device, seed: int) -> dict[str, str]:

@@ -3,6 +3,7 @@ file carrying the provenance (commit, profile, seed, device, versions) in its me
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -11,6 +12,24 @@ import pandas as pd
 from rankcollapse.files import atomic_write, atomic_write_text
 
 FIGURE_DIR = Path("book") / "chapters" / "figures"  # exports, copied to _build/html/figures
+
+
+def _git(*args: str) -> str | None:
+    """Output of `git args` run in this package's folder, or None when git cannot answer."""
+    try:
+        done = subprocess.run(["git", *args], cwd=Path(__file__).parent, capture_output=True,
+                              text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def git_commit() -> str:
+    """Short commit sha of the working tree, '+dirty' when it has uncommitted changes."""
+    sha = _git("rev-parse", "--short", "HEAD")
+    if sha is None:
+        return "unknown"
+    return sha + "+dirty" if _git("status", "--porcelain") else sha
 
 
 def save_figure(fig: plt.Figure, name: str, data: pd.DataFrame, directory: Path,

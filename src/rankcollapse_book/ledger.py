@@ -29,7 +29,7 @@ from rankcollapse.stats import LEVEL, MARGIN, POWER
 from rankcollapse.verdicts import (CLAIM_RULE, CLAIM_VERDICTS, COMPARISON_RULE, FINDING_RULE,
                                    Result, calibration)
 from rankcollapse_book import forest, outcomes, summary
-from rankcollapse_book.export import FIGURE_DIR, save_figure
+from rankcollapse_book.export import FIGURE_DIR, git_commit, save_figure
 from rankcollapse_book.outcomes import readable  # noqa: F401 (the ledger's numbers)
 from rankcollapse_book.summary import caveat
 
@@ -150,9 +150,8 @@ def ledger(rows: list[dict], profile: str, runs: int = CALIBRATION_RUNS) -> list
             "calibration": ({"false_rate": calibrated.false_rate, "power": calibrated.power,
                              "power_every": calibrated.power_every, "runs": calibrated.runs,
                              "effect": EFFECT,
-                             # added to Calibration by a parallel branch; None until then
-                             "false_opposite": getattr(calibrated, "false_opposite", None),
-                             "best": getattr(calibrated, "best", None)}
+                             "false_opposite": calibrated.false_opposite,
+                             "best": calibrated.best}
                             if calibrated else None),
             "figure": ", ".join(dict.fromkeys(f.strip() for p in parts
                                               for f in (p.get("figure") or "").split(",")
@@ -364,8 +363,6 @@ def write_ledger(root: Path, chapters: list[str], profile: str,
     """Write the Claims page, the findings summary, the forest plot (`fig-forest` with its
     numbers, among the chapters' figure exports) and claims.json (in `book/`, for `build`
     to copy), each claim's rule calibrated on `runs` simulations; returns the rows."""
-    from rankcollapse_book.chapter import git_commit  # chapter imports this module
-
     rows = ledger(collect(root, chapters), profile, runs)
     figure, data = forest.forest(rows)
     save_figure(figure, FOREST, data, root / FIGURE_DIR,

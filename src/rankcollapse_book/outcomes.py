@@ -14,12 +14,8 @@ import re
 
 from rankcollapse import registry
 from rankcollapse.stats import MARGIN, WORDS, digits_for, mostly_at_floor, significant
+from rankcollapse.verdicts import OUTCOME_WORDS  # what a test did to its claim
 
-# What a test did to its claim. verdicts.OUTCOME_WORDS holds exactly these words once the
-# branch that adds it is merged; read them from there then (one line).
-OUTCOME_WORDS = {"agrees": "agrees with the paper", "against": "against the paper",
-                 "opposite": "the opposite of the paper", "undecided": "undecided",
-                 "untested": "not testable here"}
 # An open question has no claim of the paper: its tests say what they decided.
 QUESTION_WORDS = {"agrees": "decided", "against": "decided against the hypothesis",
                   "opposite": "the opposite of the hypothesis", "undecided": "undecided",

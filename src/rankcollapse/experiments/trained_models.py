@@ -264,7 +264,7 @@ def chance_sentence(results: dict[str, dict[tuple[str, int], TrainResult]],
 
 # The figures of the hidden-state residuals (the chapter's names): the ratio Sinkhorn /
 # softmax per layer, which the tests read, and the residuals themselves.
-RESIDUAL_FIGURES = "fig-trained-ratio, fig-trained-residual"
+RESIDUAL_FIGURES = "fig-trained-ratio, fig-trained-ratio-no-skip, fig-trained-residual"
 
 # Inference variants in columns of the residual figure: with skip connections the residual
 # stays within a decade, without it falls by many.
