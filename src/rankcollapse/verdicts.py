@@ -282,16 +282,6 @@ def boundary(direction: str, margin: float = MARGIN) -> float:
             "no more": math.log1p(margin), "no less": -math.log1p(margin)}[direction]
 
 
-def opposite_boundary(direction: str, margin: float = MARGIN) -> float:
-    """The true log ratio at which the *opposite* of a claim of `direction` is just false
-    (the least favourable case for finding the opposite): no difference (0) for a claimed
-    'more' or 'less'; the margin's edge log(1 + margin) for a claimed parity (either edge
-    gives the same rate: the intervals are symmetric) and for 'no more' (whose opposite is
-    'more'); -log(1 + margin) for 'no less'."""
-    return {"more": 0.0, "less": 0.0, "parity": math.log1p(margin),
-            "no more": math.log1p(margin), "no less": -math.log1p(margin)}[direction]
-
-
 def alternative(direction: str, effect: float = 1.5) -> float:
     """The true log ratio at which power is stated: a ratio `effect` (or 1 / effect) for a
     claimed difference, no difference for a claimed parity."""
@@ -305,8 +295,10 @@ class Calibration:
     is false (`false_rate`, at the boundary of the claim), and where it holds on every task
     (at a 1.5x effect for a difference, at ratio 1 for parity): on at least one task
     (`power`) and on all of them (`power_every`, reproduced), over `runs` simulations;
-    how often it finds the opposite of the paper ('contradicted' or 'mixed') where the
-    opposite is just false (`false_opposite`, every test at `opposite_boundary`); and the
+    how often it finds the opposite of the paper ('contradicted' or 'mixed') where there
+    is no difference at all (`false_opposite`, every true ratio 1: for a claimed difference
+    the least favourable case for a false opposite, for a claimed parity or absence of an
+    advantage the case where the claim holds exactly); and the
     best verdict the design reaches with probability at least `stats.POWER` where the claim
     holds (`best`: 'reproduced', 'partly reproduced' or 'none')."""
 
@@ -344,9 +336,8 @@ def calibration(results: list[Result], direction: str, family: int, runs: int = 
                              margins, family, runs, rng)
     alt = simulate_outcomes(sds, units, direction, [alternative(direction, effect)] * len(tests),
                             margins, family, runs, rng)
-    opposite = simulate_outcomes(sds, units, direction,
-                                 [opposite_boundary(direction, m) for m in margins], margins,
-                                 family, runs, rng)
+    opposite = simulate_outcomes(sds, units, direction, [0.0] * len(tests), margins, family,
+                                 runs, rng)
     every, some = (float(np.mean([v == "reproduced" for v in alt])),
                    float(np.mean([v in found for v in alt])))
     best = "reproduced" if every >= POWER else "partly reproduced" if some >= POWER else "none"
