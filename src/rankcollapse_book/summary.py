@@ -29,18 +29,22 @@ KEEPS = {"more": "Sinkhorn keeps more", "less": "Sinkhorn keeps less",
 ADVANTAGE = {"more": "larger", "less": "smaller", "parity": "the same (within a factor "
              "{margin:g})", "not more": "not larger by the margin",
              "not less": "not smaller by the margin", "undecided": "undecided"}
-EARLY_SAID = ("In the trained models ({size}), the advantage early in the stack over that late (Sinkhorn "
-              "/ softmax of the residual, layers 1 to L/2 over the rest) is {found}, where the "
-              "paper reports it larger — C4b: {verdict}.")
-SKIPS_SAID = ("With skip connections over without, the advantage in the same models "
-              "({size}) is {found}, "
-              "where the paper reports it larger — C4c: {verdict}.")
+EARLY_SAID = ("In the trained models ({size}), the advantage early in the stack over that "
+              "late is {found}, where the paper reports it larger — C4b: {verdict}.")
+SKIPS_SAID = ("With skip connections over without, each inference variant compared over its "
+              "own layers before the softmax models collapse to half (a matched residual "
+              "level), the advantage in the same models ({size}) is {found}, where the paper "
+              "reports it larger — C4c: {verdict}.")
+# How each part of C4b splits the stack into early and late (registered part names).
+SPLITS = {"trained models, by relative depth": "by relative depth (the first half of the "
+          "layers over the second)", "trained models, by collapse": "before against after "
+          "the softmax models' collapse to half"}
 RANDOM_SAID = ("Products of independent random attention matrices ({n} tokens, depths 2 to "
                "{depth}, N(0, 1) logits): {found}, {paper} — C6a: {verdict}.")
-PAPER_PARITY = {"agrees": "as the paper reports (no Sinkhorn advantage)",
-                "against": "where the paper reports no Sinkhorn advantage",
-                "opposite": "where the paper reports no Sinkhorn advantage",
-                "undecided": "so the paper's no-advantage cannot be confirmed"}
+PAPER_PARITY = {"agrees": "as the paper reports (essentially the same rank decay)",
+                "against": "where the paper reports essentially the same rank decay",
+                "opposite": "where the paper reports essentially the same rank decay",
+                "undecided": "so the paper's parity can be neither confirmed nor refuted"}
 LEARNED = ("On weights trained with Sinkhorn ({size}), swapping to softmax at inference leaves the "
            "rank at parity on {swapped}, while Sinkhorn- and softmax-trained models differ "
            "there (C4a): the advantage is learned by the weights, not imposed by the "
@@ -121,10 +125,19 @@ def _advantage(rows: dict[str, dict], settings: Profile) -> str | None:
 
 def _variation(rows: dict[str, dict], settings: Profile, claim_id: str, template: str
                ) -> str | None:
-    """How the advantage differs between two selections (C4b, C4c)."""
+    """How the advantage differs between two selections (C4b, C4c); a claim of several
+    parts says each part's split first ('by relative depth (...): smaller on ...')."""
     tests = _tests(rows, claim_id)
-    return template.format(size=model_size(settings), found=_clauses(tests, ADVANTAGE, {"more", "less"}),
-                           verdict=rows[claim_id]["verdict"]) if tests else None
+    if not tests:
+        return None
+    parts = list(dict.fromkeys(r["part"] for r in tests))
+    if len(parts) == 1:
+        found = _clauses(tests, ADVANTAGE, {"more", "less"})
+    else:
+        found = "; ".join(f"{SPLITS.get(p, p)}: " + _clauses(
+            [r for r in tests if r["part"] == p], ADVANTAGE, {"more", "less"}) for p in parts)
+    return template.format(size=model_size(settings), found=found,
+                           verdict=rows[claim_id]["verdict"])
 
 
 def _random(rows: dict[str, dict], settings: Profile) -> str | None:
