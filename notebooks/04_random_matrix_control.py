@@ -74,14 +74,9 @@ chapter.glue({"ch4_layers": layers, "ch4_paths": settings.paths_per_pool, "ch4_h
 # certain. So every experiment here is repeated on {glue:text}`ch4_pools` independent
 # *pools* (a fresh draw of all the matrices, or a fresh random network and its inputs), each
 # pool is summarised by its median path residual, and the comparison is over pools. The
-# verdict rule (this book's, the same in every chapter, stated in full in the summary box
-# below): the ratio Sinkhorn / softmax is the geometric mean over pools of the paired
-# ratios, with Student's $t$ interval over pools; the intervals of one figure hold together
-# at {glue:text}`ch4_level:.0f`% (each of $k$ at $1 - 0.05/k$); the result is *parity* when
-# the whole interval lies within a factor {glue:text}`ch4_margin:g` of 1 (between
-# {glue:text}`ch4_margin_low:.3f` and {glue:text}`ch4_margin:g`), *Sinkhorn keeps more* (or
-# *less*) when it lies above (below) 1 with an estimate beyond that factor, and undecided
-# otherwise. A claim is decided by one registered test per setting: the mean over depths 2
+# results of its intervals (*higher*, *lower*, *parity* within a factor
+# {glue:text}`ch4_margin:g`, ...) follow the claims ledger's
+# {ref}`verdict rules <verdict-rules>`, stated there once. A claim is decided by one registered test per setting: the mean over depths 2
 # to {glue:text}`ch4_layers` of each pool's log ratio (depth 1 is one matrix, not a
 # product). The paper samples 100 paths per depth from one
 # set of matrices; here each pool gives {glue:text}`ch4_paths` paths per depth
