@@ -107,11 +107,14 @@ def is_test(r: dict) -> bool:
 def found_words(claim_id: str, r: dict) -> str:
     """What the test found, of the estimate its part names: 'Sinkhorn / softmax early over
     that late: lower' (`stats.WORDS`), or what the check found."""
-    if not is_test(r):
+    note = f" ({r['note']})" if r.get("note") else ""
+    if r["found"] in CHECK_WORDS:
         return CHECK_WORDS[r["found"]]
+    if not is_test(r):  # a test this run could not carry out on this task
+        return f"{part_of(claim_id, r).estimate()}: not testable here{note}"
     tied = (TIED if mostly_at_floor(r["tied"], r["values"]) else
             CENSORED.format(censored=r["censored"], values=r["values"]) if r["censored"] else "")
-    return f"{part_of(claim_id, r).estimate()}: {WORDS[r['found']]}{tied}"
+    return f"{part_of(claim_id, r).estimate()}: {WORDS[r['found']]}{tied}{note}"
 
 
 def outcome_words(claim_id: str, r: dict) -> str:
