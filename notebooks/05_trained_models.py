@@ -53,7 +53,7 @@ from rankcollapse.experiments import random_vs_trained as rvt
 from rankcollapse.experiments import trained_models as tm
 from rankcollapse.experiments.rank_collapse import log_summary
 from rankcollapse import retrieval
-from rankcollapse.stats import LEVEL, MARGIN
+from rankcollapse.stats import LEVEL
 
 tasks = settings.tasks
 
@@ -219,7 +219,7 @@ relative = log_summary(analysis.hidden, by, value="relative", floor=FLOOR)
 outputs = log_summary(analysis.attention_output, by, floor=FLOOR)
 
 # %% tags=["remove-cell"]
-chapter.glue({"ch5_n_eval": settings.n_eval, "ch5_floor": FLOOR, "ch5_margin": 1 + MARGIN,
+chapter.glue({"ch5_n_eval": settings.n_eval, "ch5_floor": FLOOR,
               "ch5_level": 100 * LEVEL})
 
 # %% mystnb={"figure": {"caption": "Relative residual of the hidden states against depth in the trained softmax (blue) and Sinkhorn (red) models, one row per task; left: the inference variants with skip connections (complete model solid, without FFN dashed), right: those without (without skip solid, pure attention dashed). Lines: geometric mean over test inputs and seeds; bands: one standard deviation of $\\log_{10} r$; each column on one scale, linear where it spans less than a decade; dotted, where a panel comes near it: the float64 rounding floor. Where the red band lies above the blue one, Sinkhorn keeps more rank; with skip connections the residual stays within a decade, without them it falls by many.", "name": "fig-trained-residual"}}
@@ -258,17 +258,6 @@ no_skips = layer_comparisons[layer_comparisons["variant"].isin(tm.NO_SKIPS)]
 chapter.show(plots.ratio_panels(no_skips.assign(setting=no_skips["variant"]), TITLES,
                                 x="layer", xlabel="layer", order=list(tm.NO_SKIPS)),
              "fig-trained-ratio-no-skip", no_skips)
-
-# %% [markdown]
-# The table counts, per task and variant, the layers where Sinkhorn keeps more, keeps less,
-# is at parity (within a factor {glue:text}`ch5_margin:g`) or neither, how many layers have
-# most seeds tied at the rounding floor, and the mean and largest $\log_{10}$(Sinkhorn /
-# softmax) over the layers.
-
-# %%
-claim_table = tm.claims_table(layer_comparisons)
-(names.readable(claim_table.rename(columns=tm.TABLE_HEADERS), TITLES).style.hide(axis="index")
- .format({"mean log10 ratio": "{:+.3f}", "largest log10 ratio": "{:+.3f}"}))
 
 # %% [markdown]
 # ## Rank decay of the self-attention output
