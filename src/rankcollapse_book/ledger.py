@@ -225,12 +225,15 @@ FINDINGS_INTRO = ("Verdicts on this build (profile `{profile}`), of the paper's 
 SEE_LEDGER = "Each verdict, its tests and its figure are in the {doc}`claims`."
 QUESTIONS_FOUND = "On the questions the paper left open, the book's own experiments found:"
 FOREST_CAPTION = (
-    "Every primary test of this build: the estimate (dot) and its interval (line) on a log "
+    "Every primary test of this build that has an interval (the numerical checks are in the "
+    "ledger's tables): the estimate (dot) and its interval (line) on a log "
     "scale, Sinkhorn / softmax unless the right-hand label names another estimate; the grey "
-    "band is parity (within a factor {margin:g}). Top: the paper's claims, each test coloured "
+    "band is parity within a factor {margin:g} (accuracies and entropies, C8 and C9, use a "
+    "narrower margin, stated in their rows). Top: the paper's claims, each test coloured "
     "by what it did to its claim; an interval that leaves the band on the paper's side "
     "agrees, one on the other side is the opposite. Bottom: the book's own questions, "
-    "coloured by what they found. Arrows mark intervals beyond the axis.")
+    "coloured by what they found. Arrows at the axis's ends mark intervals beyond it; the "
+    "values printed there are their estimates.")
 
 
 def _percent(x: float | None) -> str:

@@ -13,8 +13,8 @@ the profile is not the paper's, the caveat (`caveat`).
 from __future__ import annotations
 
 from rankcollapse.profiles import Profile, get_profile
-from rankcollapse.stats import MARGIN
-from rankcollapse_book.outcomes import has_interval, readable, shown_results, task_legend
+from rankcollapse.stats import MARGIN, WORDS
+from rankcollapse_book.outcomes import has_interval, readable, shown_results
 
 DEMONSTRATION = ("the {profile} profile trains small models ({size}, {seeds} seeds per task) "
                  "on stand-in data: its verdicts demonstrate the method at small scale and "
@@ -25,16 +25,15 @@ KEEPS = {"more": "Sinkhorn keeps more", "less": "Sinkhorn keeps less",
          "parity": "the two are at parity (within a factor {margin:g})",
          "not more": "Sinkhorn is not ahead by the margin",
          "not less": "Sinkhorn is not behind by the margin", "undecided": "the test cannot tell"}
-# ... and what a contrast of the advantage (C4b, C4c) found.
-ADVANTAGE = {"more": "larger", "less": "smaller", "parity": "the same (within a factor "
-             "{margin:g})", "not more": "not larger by the margin",
-             "not less": "not smaller by the margin", "undecided": "undecided"}
-EARLY_SAID = ("In the trained models ({size}), the advantage early in the stack over that "
-              "late is {found}, where the paper reports it larger — C4b: {verdict}.")
-SKIPS_SAID = ("With skip connections over without, each inference variant compared over its "
-              "own layers before the softmax models collapse to half (a matched residual "
-              "level), the advantage in the same models ({size}) is {found}, where the paper "
-              "reports it larger — C4c: {verdict}.")
+# ... and what a contrast of the advantage (C4b, C4c) found: the ledger's words (stats.WORDS).
+ADVANTAGE = {**WORDS, "parity": "at parity (within a factor {margin:g})"}
+EARLY_SAID = ("The paper reports the advantage larger early in the stack than late; in the "
+              "trained models ({size}), Sinkhorn / softmax early over late: {found} — C4b: "
+              "{verdict}.")
+SKIPS_SAID = ("The paper reports the advantage larger with skip connections; in the same models "
+              "({size}), Sinkhorn / softmax with skips over without, each inference variant "
+              "over its own layers before the softmax models collapse to half (a matched "
+              "residual level): {found} — C4c: {verdict}.")
 # How each part of C4b splits the stack into early and late (registered part names).
 SPLITS = {"trained models, by relative depth": "by relative depth (the first half of the "
           "layers over the second)", "trained models, by collapse": "before against after "
@@ -47,8 +46,8 @@ PAPER_PARITY = {"agrees": "as the paper reports (essentially the same rank decay
                 "undecided": "so the paper's parity can be neither confirmed nor refuted"}
 LEARNED = ("On weights trained with Sinkhorn ({size}), swapping to softmax at inference leaves the "
            "rank at parity on {swapped}, while Sinkhorn- and softmax-trained models differ "
-           "there (C4a): the advantage is learned by the weights, not imposed by the "
-           "normalization (B3).")
+           "there (C4a): consistent with the weights, not the normalization, carrying the "
+           "advantage on these tasks (B3).")
 IMPOSED = ("On weights trained with Sinkhorn ({size}), Sinkhorn at inference keeps more rank than "
            "softmax on {imposed}: part of the advantage there comes from the normalization "
            "itself, not only from what the weights learned (B3).")
@@ -81,11 +80,9 @@ def _joined(items: list[str]) -> str:
 
 
 def _named(r: dict, number: bool = False) -> str:
-    """A test's task with its data, 'MNIST digits (10,000 MNIST digits)', and with
-    `number` its ratio: 'MNIST digits (10,000 MNIST digits) by 1.14× (1.04–1.25)'."""
+    """A test's task with its data, 'MNIST digits (stand-in: 10,000 MNIST digits)', and
+    with `number` its ratio: '... by 1.14× (1.04–1.25)'."""
     name = r["task"]
-    for short, data in task_legend([r]).items():
-        name = name.replace(f"({data})", f"({data.removeprefix('stand-in: ')})")
     interval = f" ({readable(r['low'])}–{readable(r['high'])})" if has_interval(r) else ""
     return name + (f" by {readable(r['number'])}×{interval}" if number else "")
 
@@ -134,7 +131,7 @@ def _variation(rows: dict[str, dict], settings: Profile, claim_id: str, template
     if len(parts) == 1:
         found = _clauses(tests, ADVANTAGE, {"more", "less"})
     else:
-        found = "; ".join(f"{SPLITS.get(p, p)}: " + _clauses(
+        found = "; ".join(f"{SPLITS.get(p, p)}, " + _clauses(
             [r for r in tests if r["part"] == p], ADVANTAGE, {"more", "less"}) for p in parts)
     return template.format(size=model_size(settings), found=found,
                            verdict=rows[claim_id]["verdict"])
