@@ -143,14 +143,12 @@ LEVEL6 = 1 - 0.05 / 6
 
 
 def more_records(tmp_path):
-    """Chapters 4 and 6: C6d recorded by both (each of its four parts by one), a check at the
+    """Chapters 4 and 6: C9 recorded by both (each of its two parts by one), a check at the
     floor, two groups, a mostly tied test, B4's sequence."""
-    ch4 = [Claim.of("C6d", [Result("random networks with skips, no LayerNorm, hidden states",
-                                   "σ = 2", 1.25, "more", "agrees", 1.12, 1.4, 0.996, (4,), 1.35,
-                                   values=48, sd=(0.1,)),
-                            Result("random networks with skips and LayerNorm, path products",
-                                   "σ = 1", 1.5, "more", "agrees", 1.2, 1.9, 0.996, (4, 12), 1.3,
-                                   values=160, sd=(0.1, 0.2))], "Part two.",
+    ch4 = [Claim.of("C9", [Result("random logits", "σ = 2", 1.25, "more", "agrees", 1.12, 1.4,
+                                  0.996, (4,), 1.35, values=48, sd=(0.1,)),
+                           Result("random logits", "σ = 1", 1.5, "more", "agrees", 1.2, 1.9,
+                                  0.996, (4,), 1.3, values=160, sd=(0.2,))], "Part two.",
                     figure="fig-b, fig-z")]
     ch6 = [Claim.of("C1", [check_result("random pure attention", "every logit scale", 2.2e-15,
                                         True, bound="≤")], "Collapsed.", figure="fig-c1"),
@@ -161,16 +159,15 @@ def more_records(tmp_path):
                                    "agrees", 1.2, 7.5, LEVEL6, (3, 12), 2.0, values=100,
                                    sd=(0.2, 0.4))], "Slower.", figure="fig-a, fig-b",
                     data="trained on t"),
-           Claim.of("C6d", [Result("random networks with skips and LayerNorm, hidden states",
-                                   "σ = 1", 1.3, "more", "agrees", 1.15, 1.5, 0.996, (4,), 1.4,
-                                   values=48, sd=(0.1,)),
-                            Result("trained models, correlation broken", "mnist", 1.4, "more",
-                                   "agrees", 1.1, 1.8, 0.996, (5,), 1.35, values=50,
-                                   sd=(0.15,), requirement="more")], "Part one.",
+           Claim.of("C9", [Result("trained models", "mnist", 1.4, "more", "agrees", 1.1, 1.8,
+                                  0.996, (5,), 1.35, values=50, sd=(0.15,))], "Part one.",
                     figure="fig-z, fig-a"),
-           Claim.of("C4b", [Result("trained models", "text", 1.0, "undecided", "undecided",
+           Claim.of("C4b", [Result("trained models, by relative depth", "text", 1.0, "undecided",
+                                   "undecided",
                                    level=1 - 0.05 / 3, units=(3,), values=10, tied=6,
-                                   sd=(0.1,))], "Tied."),
+                                   sd=(0.1,)),
+                            Result("trained models, by collapse", "text", None, "undecided",
+                                   "untested", note="no layer after collapse to half")], "Tied."),
            Claim.of("B4", [Result("Sinkhorn-trained models", "text", 1.0, "parity", "agrees",
                                   0.995, 1.004, 1 - 0.05 / 3, (5,), 1.008, values=5,
                                   sd=(0.002,), at=k) for k in (20.0, 10.0)], "Fewer.")]
@@ -207,31 +204,30 @@ def test_merged_rows_written_out(tmp_path):
     assert c1["parts"] == ["random pure attention"] and c1["note"] is None
     assert (c1["figure"], c1["chapter"], c1["data"], c1["profile"]) == (
         "fig-c1", "06_six", "random weights, inputs and logits", "full")
-    c6d = rows["C6d"]
-    assert c6d["verdict"] == "reproduced" and c6d["finding"] == "Part two. Part one."
-    assert c6d["figure"] == "fig-b, fig-z, fig-a" and c6d["chapter"] == "04_four, 06_six"
-    assert c6d["data"] == "random weights, inputs and logits"
-    assert c6d["parts"] == ["random networks with skips and LayerNorm, path products",
-                            "random networks with skips and LayerNorm, hidden states",
-                            "random networks with skips, no LayerNorm, hidden states",
-                            "trained models, correlation broken"]
-    assert c6d["units"]["random networks with skips and LayerNorm, path products"] == \
-        "network / pool"
-    assert c6d["number"] is None and c6d["interval"] is None and c6d["family"] == 12
-    assert c6d["detectable_ratio"] == 1.4 and c6d["direction"] == "more"
-    assert [r["task"] for r in c6d["results"]] == ["σ = 2", "σ = 1", "σ = 1", "mnist"]
+    c9 = rows["C9"]  # its two parts recorded by two chapters, decided together
+    assert c9["verdict"] == "reproduced" and c9["finding"] == "Part two. Part one."
+    assert c9["figure"] == "fig-b, fig-z, fig-a" and c9["chapter"] == "04_four, 06_six"
+    assert c9["data"] == "random weights, inputs and logits"
+    assert c9["parts"] == ["random logits", "trained models"]
+    assert c9["units"] == {"random logits": "random matrix", "trained models": "training seed"}
+    # full: 5 logit scales and 4 trained tasks
+    assert c9["number"] is None and c9["interval"] is None and c9["family"] == 9
+    assert c9["detectable_ratio"] == 1.35 and c9["direction"] == "more"
+    assert [r["task"] for r in c9["results"]] == ["σ = 2", "σ = 1", "mnist"]
     tests = [Result(**{k: tuple(v) if isinstance(v, list) else v for k, v in r.items()})
-             for r in c6d["results"]]
-    false_rate, power, every = plain_calibration(tests, "more", 12, RUNS, 0, 1.5)
-    assert c6d["calibration"] == {"false_rate": false_rate, "power": power,
-                                  "power_every": every, "runs": RUNS, "effect": 1.5,
-                                  "false_opposite": None, "best": None}
+             for r in c9["results"]]
+    false_rate, power, every, opposite, best = plain_calibration(tests, "more", 9, RUNS, 0,
+                                                                 1.5, full=True)
+    assert c9["calibration"] == {"false_rate": false_rate, "power": power,
+                                 "power_every": every, "runs": RUNS, "effect": 1.5,
+                                 "false_opposite": opposite, "best": best}
     c6c = rows["C6c"]
     assert c6c["detectable_ratio"] == 2.0 and c6c["data"] == "trained on t"  # NaN left out
     assert c6c["figure"] == "fig-a, fig-b" and c6c["family"] == 8  # full: 4 tasks x 2
     c4b = rows["C4b"]
     assert c4b["verdict"] == "undecided" and c4b["detectable_ratio"] is None
-    assert c4b["number"] == 1.0 and c4b["interval"] is None and c4b["figure"] is None
+    # two tests (one per part; the collapse part could not run): no single number
+    assert c4b["number"] is None and c4b["interval"] is None and c4b["figure"] is None
     b4 = rows["B4"]
     assert b4["verdict"] == "fewer iterations suffice" and b4["calibration"] is None
     assert b4["direction"] == "parity" and b4["family"] == 4  # full: 4 tasks
@@ -252,16 +248,16 @@ def test_the_findings_summary_written_out(tmp_path):
     text = findings(rows, "full")
     figure = text[text.index("```{figure}"):text.index("```\n", text.index("```{figure}")) + 4]
     assert text.replace(figure, "FIGURE\n") == (
-        "In the trained models (24 layers of width 128, 4 heads), the advantage early in the "
-        "stack over that late (Sinkhorn / softmax of the residual, layers 1 to L/2 over the "
-        "rest) is undecided on text, where the paper reports it larger — C4b: undecided."
+        "The paper reports the advantage larger early in the stack than late; in the trained "
+        "models (24 layers of width 128, 4 heads), Sinkhorn / softmax early over late: "
+        "undecided on text — C4b: undecided."
         "\n\nFIGURE\n\n"  # full: no caveat; C4a, C4c, C6a and B3 were not tested
         "Verdicts on this build (profile `full`), of the paper's 18 claims (as its public "
         "summaries state them):\n\n"
-        "- **reproduced**: C1, C6c, C6d\n"
+        "- **reproduced**: C1, C6c, C9\n"
         "- **undecided**: C4b\n"
-        "- **not testable here**: C2a, C3a, C3b, C3c, C4a, C4c, C4d, C4e, C5, C6a, C6b, C7, "
-        "C8, C9\n\n"
+        "- **not testable here**: C2a, C3a, C3b, C3c, C4a, C4c, C4d, C4e, C5, C6a, C6b, C6d, "
+        "C7, C8\n\n"
         "Each verdict, its tests and its figure are in the {doc}`claims`.\n\n"
         "On the questions the paper left open, the book's own experiments found:\n\n"
         "- **B4**, how many Sinkhorn iterations inference needs: **fewer iterations "
@@ -293,8 +289,9 @@ def test_result_cells_written_out():
         "test": "text", "found": f"Sinkhorn / softmax: {WORDS['less']}",
         "estimate": "0.800 (0.700–0.900)", "outcome": "the opposite of the paper",
         "units": "3", "detectable": "1.50"}
-    assert cells_of_test("C4b", r)["found"] == (f"Sinkhorn / softmax early over that late: "
-                                             f"{WORDS['less']}")
+    depth = dict(r, part="trained models, by relative depth")
+    assert cells_of_test("C4b", depth)["found"] == (
+        f"Sinkhorn / softmax early over that late: {WORDS['less']}")
     groups = dict(r, part="random against trained", task="MNIST digits (m), softmax",
                   units=[3, 12], found="not less", outcome="undecided", detectable=None)
     assert cells_of_test("C6c", groups) == {
@@ -313,7 +310,8 @@ def test_result_cells_written_out():
                          bound="≤").record()
     assert cells_of_test("C1", check) == {
         "test": "every logit scale", "found": "the check passes",
-        "estimate": "the checked value: ≤2.2×10⁻¹⁵", "outcome": "agrees with the paper",
+        "estimate": "the largest relative residual after the last layer, over the logit "
+        "scales: ≤2.2×10⁻¹⁵", "outcome": "agrees with the paper",
         "units": "–", "detectable": "–"}
     assert cells_of_test("C1", dict(check, found="not checked", number=None,
                                  outcome="untested"))["estimate"] == "–"
@@ -350,14 +348,20 @@ def test_claim_blocks_written_out(tmp_path):
     c4b = rows["C4b"]["calibration"]
     assert claim_block(rows["C4b"]) == [
         "(claim-c4b)=",
-        "**C4b** · the advantage is most visible in early layers · **undecided** · shown in "
+        "**C4b** · the advantage is most visible in early layers, before rank collapse becomes "
+        "severe · **undecided** · shown in "
         "{doc}`chapters/06_six`", "",
-        f"Intervals at 98.3% each (3 tests). Its rule on {RUNS} simulated repetitions of this "
-        f"design finds the paper's result where it is false in {c4b['false_rate']:.1%}; where "
-        f"the effect is 1.5× on every task it is *reproduced* in {c4b['power_every']:.0%}.",
+        # 2 parts x 3 tasks of the test profile; power 40% < 80%: no verdict reachable
+        f"Intervals at 99.2% each (6 tests). Its rule on {RUNS} simulated repetitions of this "
+        f"design finds the paper's result where it is false in {c4b['false_rate']:.1%}, the "
+        f"opposite of the paper where there is no difference in {c4b['false_opposite']:.1%}; "
+        "the best verdict its design reaches where the effect is 1.5× is *none*.",
         "", ":::{div} ledger", head, "|---|---|---|---|---|---|",
-        f"| text | Sinkhorn / softmax early over that late: {WORDS['undecided']} (mostly tied "
-        "at the floor) | 1 | undecided | 3 | – |", ":::", ""]
+        f"| trained models, by relative depth · text | Sinkhorn / softmax early over that "
+        f"late: {WORDS['undecided']} (mostly tied at the floor) | 1 | undecided | 3 | – |",
+        "| trained models, by collapse · text | Sinkhorn / softmax before collapse to half "
+        "over that after: not testable here (no layer after collapse to half) | – | not "
+        "testable here | – | – |", ":::", ""]
     b4 = claim_block(rows["B4"])
     assert b4[:3] == ["(claim-b4)=", "**B4** · how many Sinkhorn iterations inference needs · "
                       "**fewer iterations suffice** · shown in {doc}`chapters/06_six`", ""]
@@ -375,11 +379,12 @@ def test_claim_blocks_written_out(tmp_path):
         "difference in 0.1%; the best verdict its design reaches where the effect is 1.5× is "
         "*partly reproduced*.")
     registry_lines = _registry_list("ci")
-    assert len(registry_lines) == 31 + 1 and registry_lines[-1] == ""
+    assert len(registry_lines) == 28 + 1 and registry_lines[-1] == ""
     assert registry_lines[0] == (
         "- **C1** · random pure attention: relative residual of the last hidden state, pure "
         "softmax attention (no FFN, no skip) with random weights; –; unit: weight draw; "
-        "estimate: the checked value; the paper: –; test: below 1e-08 at every logit scale; "
+        "estimate: the largest relative residual after the last layer, over the logit scales; "
+        "the paper: –; test: below 1e-08 at every logit scale; "
         "tasks: every logit scale; family: –")
     assert next(line for line in registry_lines if line.startswith("- **C5**")) == (
         "- **C5**: not tested: the `ci` profile trains smaller models on stand-in data; the "
@@ -400,7 +405,7 @@ def test_the_page_in_order(tmp_path):
              "Each comparison is Sinkhorn / softmax", "A claim is decided by its primary",
              "An open question's verdict", "simulated repetitions of this build's own design "
              "(123 each", "## The registry", "## Findings, claim by claim",
-             "- **C6d** (reproduced): Part two. Part one."]
+             "- **C9** (reproduced): Part two. Part one."]
     at = [text.index(s) for s in order]
     assert at == sorted(at)
     assert "Profile" not in text.split("## The paper's claims")[0] or True
@@ -430,7 +435,7 @@ def test_write_ledger_writes_what_it_returns(tmp_path):
     assert (tmp_path / FINDINGS_PAGE).read_text() == findings(rows, "full")
     text = (tmp_path / "book" / JSON).read_text()
     assert text == json.dumps(rows, indent=1)
-    assert {r["id"]: r for r in rows}["C6d"]["calibration"]["runs"] == 40
+    assert {r["id"]: r for r in rows}["C9"]["calibration"]["runs"] == 40
 
 
 def test_a_claim_with_checks_and_tests_takes_the_tests_direction(monkeypatch):
@@ -452,13 +457,15 @@ def test_the_ledger_states_power_at_its_own_effect(tmp_path, monkeypatch):
 
     more_records(tmp_path)
     monkeypatch.setattr(ledger_module, "EFFECT", 2.0)
-    c6d = {r["id"]: r for r in ledger(collect(tmp_path, ["04_four", "06_six"]), "ci", RUNS)}["C6d"]
+    c9 = {r["id"]: r for r in ledger(collect(tmp_path, ["04_four", "06_six"]), "ci", RUNS)}["C9"]
     tests = [Result(**{k: tuple(v) if isinstance(v, list) else v for k, v in r.items()})
-             for r in c6d["results"]]
-    false_rate, power, every = plain_calibration(tests, "more", 12, RUNS, 0, 2.0)
-    assert c6d["calibration"] == {"false_rate": false_rate, "power": power,
-                                  "power_every": every, "runs": RUNS, "effect": 2.0,
-                                  "false_opposite": None, "best": None}
+             for r in c9["results"]]
+    # the test profile "ci": 5 logit scales and 3 trained tasks
+    false_rate, power, every, opposite, best = plain_calibration(tests, "more", 8, RUNS, 0,
+                                                                 2.0, full=True)
+    assert c9["calibration"] == {"false_rate": false_rate, "power": power,
+                                 "power_every": every, "runs": RUNS, "effect": 2.0,
+                                 "false_opposite": opposite, "best": best}
 
 
 # ----------------------------------------------------------------------------- bad records
