@@ -87,7 +87,7 @@ pd.DataFrame([{"task": names.TASKS[role], "dataset": train.source, "train / test
 # token whose final state feeds a linear classifier, AdamW with linear warm-up and cosine
 # decay, no dropout. LayerNorm stays on in every inference variant (the paper switches off
 # only the FFN and the skip connections). The `full` profile's epochs, batch sizes, learning
-# rates and warm-up (in the table above when it runs) are ours too, as is the 128 × 128
+# rates and warm-up are ours too, as is the 128 × 128
 # resolution for Cats and Dogs. The paper's abstract speaks of "sentiment analysis"; the
 # text dataset it names, AG's News, is 4-class *topic* classification, which is what the
 # `full` profile trains. The models train in float32 and are analysed in

@@ -75,7 +75,7 @@ def test_page_findings_and_json_agree(tmp_path):
     page = (tmp_path / PAGE).read_text()
     assert "(claim-c4a)=\n**C4a** · trained models: " in page and "· **contradicted** ·" in page
     assert "{numref}`fig-trained-attention`" in page and "{doc}`chapters/05_five`" in page
-    assert ("| random logits · random logits | the check passes | the 99% quantile of the row "
+    assert ("| random logits | the check passes | the 99% quantile of the row "
             "error after 50 iterations: 10⁻⁹ |") \
         in page  # a check's number named by its estimate words
     assert ("| text | Sinkhorn / softmax: " + WORDS["less"] + " | 0.800 "
@@ -248,9 +248,9 @@ def test_the_findings_summary_written_out(tmp_path):
     text = findings(rows, "full")
     figure = text[text.index("```{figure}"):text.index("```\n", text.index("```{figure}")) + 4]
     assert text.replace(figure, "FIGURE\n") == (
-        "The paper reports the advantage larger early in the stack than late; in the trained "
-        "models (24 layers of width 128, 4 heads), Sinkhorn / softmax early over late: "
-        "undecided on text — C4b: undecided."
+        "The paper reports the advantage larger early in the stack than late; in the "
+        "24-layer, width-128 trained models, Sinkhorn / softmax early, divided by that "
+        "late: undecided on text — C4b: undecided."
         "\n\nFIGURE\n\n"  # full: no caveat; C4a, C4c, C6a and B3 were not tested
         "Verdicts on this build (profile `full`), of the paper's 18 claims (as its public "
         "summaries state them):\n\n"
@@ -291,7 +291,7 @@ def test_result_cells_written_out():
         "units": "3", "detectable": "1.50"}
     depth = dict(r, part="trained models, by relative depth")
     assert cells_of_test("C4b", depth)["found"] == (
-        f"Sinkhorn / softmax early over that late: {WORDS['less']}")
+        f"Sinkhorn / softmax early, divided by that late: {WORDS['less']}")
     groups = dict(r, part="random against trained", task="MNIST digits (m), softmax",
                   units=[3, 12], found="not less", outcome="undecided", detectable=None)
     assert cells_of_test("C6c", groups) == {
@@ -357,10 +357,10 @@ def test_claim_blocks_written_out(tmp_path):
         f"opposite of the paper where there is no difference in {c4b['false_opposite']:.1%}; "
         "the best verdict its design reaches where the effect is 1.5× is *none*.",
         "", ":::{div} ledger", head, "|---|---|---|---|---|---|",
-        f"| trained models, by relative depth · text | Sinkhorn / softmax early over that "
+        f"| trained models, by relative depth · text | Sinkhorn / softmax early, divided by that "
         f"late: {WORDS['undecided']} (mostly tied at the floor) | 1 | undecided | 3 | – |",
-        "| trained models, by collapse · text | Sinkhorn / softmax before collapse to half "
-        "over that after: not testable here (no layer after collapse to half) | – | not "
+        "| trained models, by collapse · text | Sinkhorn / softmax before collapse to half"
+        ", divided by that after: not testable here (no layer after collapse to half) | – | not "
         "testable here | – | – |", ":::", ""]
     b4 = claim_block(rows["B4"])
     assert b4[:3] == ["(claim-b4)=", "**B4** · how many Sinkhorn iterations inference needs · "

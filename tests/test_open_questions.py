@@ -91,7 +91,7 @@ def test_the_mechanism_decides_c6d(one, broken, verdict):
     assert c6d.verdict == verdict and c6d.id == "C6d"
     assert [r.part for r in c6d.results] == ["trained models, correlation broken"]
     assert c6d.results[0].number == pytest.approx(one / broken)
-    assert "T: Sinkhorn / softmax along one input's path over that with inputs mixed " in \
+    assert "T: Sinkhorn / softmax along one input's path, divided by that with inputs mixed " in \
         c6d.finding
     comparisons = oq.mechanism_comparisons(paths)
     assert set(comparisons["mode"]) == set(oq.MODES)

@@ -848,7 +848,7 @@ def test_registry_rows_written_out():
         "id": "C4b", "claim": "the advantage is most visible in early layers, before rank "
         "collapse becomes severe", "part": DEPTH_PART, "quantity": HIDDEN,
         "where": "layers 1–L/2 full model against layers L/2+1–L full model",
-        "unit": "training seed", "estimate": "Sinkhorn / softmax early over that late",
+        "unit": "training seed", "estimate": "Sinkhorn / softmax early, divided by that late",
         "direction": "Sinkhorn higher", "test": CONTRAST_WORDS + "; margin 1.1",
         "tasks": ("text", "mnist", "cats_dogs"), "family": "6"}
     assert by["C4b", COLLAPSE_PART]["where"] == ("layers before collapse to half full model "
@@ -864,7 +864,7 @@ def test_registry_rows_written_out():
     assert by["C4a", "trained models"]["estimate"] == "Sinkhorn / softmax"
     assert by["C6c", "random against trained"]["estimate"] == "random / trained residual"
     assert by["C6d", "trained models, correlation broken"]["estimate"].endswith(
-        "over that with inputs mixed")
+        "divided by that with inputs mixed")
     assert by["C3b", "random pure stack"]["estimate"] == "smallest bound / measured"
 
 

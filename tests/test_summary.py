@@ -22,6 +22,12 @@ def rows(c4a=("more", "parity"), swap=("parity", "parity"), c6a="less"):
              "results": [result(DEPTH, MNIST, "less", 0.87, 0.81, 0.93, "opposite"),
                          result(DEPTH, CATS, "parity"),
                          result(COLLAPSE, MNIST, "more", 1.3, 1.2, 1.4)]},
+            {"id": "C4d", "verdict": "partly reproduced",
+             "results": [result("trained models", MNIST, "more", 1.2, 1.1, 1.3),
+                         result("trained models", CATS, "not less", outcome="undecided")]},
+            {"id": "C8", "verdict": "reproduced",
+             "results": [{**result("trained models", MNIST, "parity", 1.0, 0.995, 1.005),
+                          "margin": 0.01}]},
             {"id": "C6a", "verdict": "contradicted",
              "results": [result("random matrices", "independent logits", c6a, 0.8, 0.79, 0.81,
                                 "opposite")]},
@@ -34,68 +40,83 @@ def test_the_sentences_written_out():
     said = sentences(rows(), "ci")
     assert said[0].startswith("The `ci` profile trains small models (6 layers of width 48, 4 "
                               "heads, 3 seeds per task) on stand-in data: its verdicts")
-    assert said[1] == (
-        "In the trained models (6 layers of width 48, 4 heads), Sinkhorn keeps more "
-        "hidden-state rank than softmax on 1 of 2 tasks, MNIST digits (stand-in: 10,000 MNIST digits) by "
-        "1.20× (1.10–1.30); the two are at parity (within a factor 1.1) on Cats and Dogs "
-        "(stand-in: shirts) — C4a: partly reproduced.")
+    assert said[1] == ("Tasks, as named below: MNIST digits (stand-in: 10,000 MNIST digits); "
+                       "Cats and Dogs (stand-in: shirts).")
     assert said[2] == (
-        "The paper reports the advantage larger early in the stack than late; in the trained "
-        "models (6 layers of width 48, 4 heads), Sinkhorn / softmax early over late: by "
-        "relative depth (the first half of the layers over the second), lower on MNIST digits "
-        "(stand-in: 10,000 MNIST digits) by 0.870× (0.810–0.930); at parity (within a factor "
-        "1.1) on Cats and Dogs (stand-in: shirts); before against after the softmax models' "
-        "collapse to half, higher on MNIST digits (stand-in: 10,000 MNIST digits) by 1.30× "
-        "(1.20–1.40) — C4b: contradicted.")
+        "In the 6-layer, width-48 trained models, Sinkhorn keeps more hidden-state rank than "
+        "softmax on 1 of 2 tasks, MNIST digits (1.20×, 1.10–1.30); the two are at parity "
+        "(within a factor 1.1) on Cats and Dogs — C4a: partly reproduced.")
     assert said[3] == (
-        "Products of independent random attention matrices (32 tokens, depths 2 to 12, N(0, 1) "
-        "logits): Sinkhorn keeps less, by 0.800× (0.790–0.810), where the paper reports "
-        "essentially the same rank decay — C6a: contradicted.")
+        "The paper reports the advantage larger early in the stack than late; in the "
+        "6-layer, width-48 trained models, Sinkhorn / softmax early, divided by that late: by "
+        "relative depth (the first half of the layers over the second), lower on MNIST digits "
+        "(0.870×, 0.810–0.930); at parity (within a factor 1.1) on Cats and Dogs; before "
+        "against after the softmax models' collapse to half, higher on MNIST digits (1.30×, "
+        "1.20–1.40) — C4b: contradicted.")
     assert said[4] == (
-        "On weights trained with Sinkhorn (6 layers of width 48, 4 heads), swapping to softmax "
-        "at inference leaves the rank at parity on MNIST digits (stand-in: 10,000 MNIST digits), while "
-        "Sinkhorn- and softmax-trained models differ there (C4a): consistent with the weights, "
-        "not the normalization, carrying the advantage on these tasks (B3).")
-    assert len(said) == 5  # C4c was not recorded: no sentence
-    assert sentences(rows(), "full")[0].startswith("In the trained models (24 layers")
+        "The attention sub-layer's own output, in the 6-layer, width-48 trained models: "
+        "Sinkhorn keeps more on MNIST digits (1.20×, 1.10–1.30); Sinkhorn is not lower by the "
+        "margin on Cats and Dogs — C4d: partly reproduced.")
+    assert said[5] == (
+        "Test accuracy, Sinkhorn / softmax, in the 6-layer, width-48 trained models: at "
+        "parity (within a factor 1.01) on MNIST digits — C8: reproduced.")
+    assert said[6] == (
+        "Products of independent random attention matrices (32 tokens, depths 2 to 12, N(0, 1) "
+        "logits): Sinkhorn keeps less (0.800×, 0.790–0.810), where the paper reports "
+        "essentially the same rank decay — C6a: contradicted.")
+    assert said[7] == (
+        "On the Sinkhorn-trained weights of the 6-layer, width-48 trained models, swapping to "
+        "softmax at inference leaves the rank at parity on MNIST digits, while Sinkhorn- and "
+        "softmax-trained models differ there (C4a): consistent with the weights, not the "
+        "normalization, carrying the advantage on these tasks (B3).")
+    assert len(said) == 8  # C4c and C4e were not recorded: no sentence
+    assert sentences(rows(), "full")[0].startswith("Tasks, as named below")
+    assert sentences(rows(), "full")[1].startswith("In the 24-layer, width-128 trained models")
+
+
+def of(claim_id, table=None):
+    """The results of `claim_id` among `table` (default `rows()`)."""
+    return next(r for r in table or rows() if r["id"] == claim_id)["results"]
 
 
 def test_learned_only_where_the_numbers_say_so():
-    assert learned(rows()[0]["results"], rows()[3]["results"]) == ("learned", [MNIST])
+    assert learned(of("C4a"), of("B3")) == ("learned", [MNIST])
     # C4a finds no advantage anywhere: nothing was learned, whatever the swap shows
     no_advantage = sentences(rows(c4a=("parity", "parity")), "ci")[-1]
     assert "carrying the advantage" not in no_advantage and no_advantage.startswith(
-        "On weights trained with Sinkhorn (6 layers of width 48, 4 heads), swapping the "
-        "normalization at inference (Sinkhorn / softmax, the same weights): the two are at "
+        "On the Sinkhorn-trained weights of the 6-layer, width-48 trained models, swapping "
+        "the normalization at inference (Sinkhorn / softmax, the same weights): the two are at "
         "parity")
     # the swap keeps Sinkhorn ahead where C4a finds the advantage: (partly) imposed
     imposed = sentences(rows(swap=("more", "parity")), "ci")[-1]
     assert "carrying the advantage" not in imposed and imposed.startswith(
-        "On weights trained with Sinkhorn (6 layers of width 48, 4 heads), Sinkhorn at "
-        "inference keeps more rank than softmax on MNIST digits (stand-in: 10,000 MNIST digits): part")
+        "On the Sinkhorn-trained weights of the 6-layer, width-48 trained models, Sinkhorn at "
+        "inference keeps more rank than softmax on MNIST digits: part")
     # the swap cannot tell where the advantage is: nothing follows, the numbers are said
     unclear = sentences(rows(swap=("undecided", "parity")), "ci")[-1]
     assert "carrying the advantage" not in unclear and "the test cannot tell on MNIST digits" in unclear
-    assert learned([], rows()[3]["results"]) == ("", [])
+    assert learned([], of("B3")) == ("", [])
 
 
 def test_the_random_sentence_follows_the_outcome():
-    said = sentences(rows(c6a="more") [:2] + [dict(rows()[2], results=[dict(
-        rows()[2]["results"][0], found="more", outcome="opposite", number=1.3)])], "ci")
-    assert "Sinkhorn keeps more, by 1.30×" in said[-1]
+    table = [r for r in rows() if r["id"] != "B3"]
+    c6a = next(r for r in table if r["id"] == "C6a")
+    c6a["results"] = [dict(c6a["results"][0], found="more", outcome="opposite", number=1.3)]
+    said = sentences(table, "ci")
+    assert "Sinkhorn keeps more (1.30×, 0.790–0.810)" in said[-1]
     assert "where the paper reports essentially the same rank decay" in said[-1]
 
 
 def test_untested_claims_say_nothing():
     empty = [{"id": i, "verdict": "not testable here", "results": []}
-             for i in ("C4a", "C4b", "C4c", "C6a", "B3")]
+             for i in ("C4a", "C4b", "C4c", "C4d", "C4e", "C8", "C6a", "B3")]
     assert len(sentences(empty, "ci")) == 1  # the caveat alone
     assert sentences(empty, "full") == []
 
 
 def test_a_chapter_box_gives_a_claim_verdict_only_for_whole_claims():
     whole = {"id": "C4a", "claim": "higher", "verdict": "partly reproduced",
-             "results": rows()[0]["results"]}
+             "results": of("C4a")}
     part = {"id": "C9", "claim": "entropy", "verdict": "reproduced",
             "results": [result("random logits", "σ = 1", "more"), dict(
                 result("random logits", "σ = 2", "parity"), outcome="against")]}

@@ -184,8 +184,8 @@ def test_early_and_skip_contrasts_decide_c4b_and_c4c():
     assert "T: k = 2 (full model) of 4 layers" in c4b.finding
     assert ("T: k = 2 (full model), k = 4 (without FFN), k = 0 (without skip), k = 1 (pure "
             "attention (no FFN, no skip)) of 4 layers") in c4c.finding
-    assert "T: Sinkhorn / softmax early over that late 4.00 (" in c4b.finding
-    assert "T: Sinkhorn / softmax before collapse to half over that after 4.00 (" in c4b.finding
+    assert "T: Sinkhorn / softmax early, divided by that late 4.00 (" in c4b.finding
+    assert "T: Sinkhorn / softmax before collapse to half, divided by that after 4.00 (" in c4b.finding
     assert "tested on the log-ratio scale" in c4c.finding
     reverse = constructed({"full model": [1.0, 1.0, 4.0, 4.0], "without FFN": [1.0] * 4,
                            "without skip": [3.0] * 4,
@@ -311,3 +311,7 @@ def test_a_plateaued_model_below_the_baseline_is_not_called_undertrained():
     assert "level with the linear baseline on C, softmax (0.823 against 0.828)" in words
     assert "below it on T, softmax (0.851 against 0.890) with their held-out loss no longer" \
         in words
+    assert "rises" not in words  # no gain column: nothing said of it
+    rising = convergence_sentence(table.assign(**{"last-epochs gain": [-0.042, 0.01]}))
+    assert ("The held-out loss rises over the last epochs on T, softmax (-4.2%) (median over "
+            "seeds): those models overfit there") in rising and "C, softmax (+" not in rising

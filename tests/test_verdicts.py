@@ -91,8 +91,8 @@ def test_results_read_with_their_interval_level_units_and_power():
     assert result_words(r) == "1.32 (98.3% interval 1.10–1.58, 5 seeds; detectable 1.45)"
     assert results_sentence([r]) == ("text: Sinkhorn / softmax 1.32 (98.3% interval "
                                      "1.10–1.58, 5 seeds; detectable 1.45): higher.")
-    assert results_sentence([r], ratio="Sinkhorn / softmax early over that late") == (
-        "text: Sinkhorn / softmax early over that late 1.32 (98.3% interval 1.10–1.58, 5 "
+    assert results_sentence([r], ratio="Sinkhorn / softmax early, divided by that late") == (
+        "text: Sinkhorn / softmax early, divided by that late 1.32 (98.3% interval 1.10–1.58, 5 "
         "seeds; detectable 1.45): higher.")
     tied = Result("p", "t", 1.0, "undecided", "undecided", values=10, tied=6)
     assert "mostly tied at the rounding floor" in results_sentence([tied])

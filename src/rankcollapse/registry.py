@@ -230,8 +230,8 @@ STATEMENTS = {  # each kind of test in words (`Part.statement`)
                 "the most iterations down; an accuracy of at most one right answer among the "
                 "test inputs is censored there"}
 ESTIMATES = {  # what each kind's estimate is (`Part.estimate`)
-    "paired": "Sinkhorn / softmax", "contrast": "Sinkhorn / softmax in the first selection "
-    "over that in the second", "groups": "second group over first", "sequence":
+    "paired": "Sinkhorn / softmax", "contrast": "Sinkhorn / softmax in the first selection"
+    ", divided by that in the second", "groups": "second group over first", "sequence":
     "accuracy with k iterations / with the most", "check": "the checked value"}
 REQUIRES = "; agrees only where Sinkhorn is also shown ahead in the first"
 ONE_VALUE = "one value per unit"
@@ -276,7 +276,7 @@ def _hidden(name: str, quantity: str, span: Span = LAYERS, variants=("full model
                 **options)
 
 
-MIXED = "Sinkhorn / softmax along one input's path over that with inputs mixed"
+MIXED = "Sinkhorn / softmax along one input's path, divided by that with inputs mixed"
 INDEPENDENT, HALF_IDENTITY = "independent logits", "half of the layers the identity"  # C6a, C6b
 RESIDUAL = "relative residual of the hidden states (block outputs), composite norm"
 PATHS = "rank-1 relative residual of attention products along random paths, composite norm"
@@ -330,19 +330,20 @@ CLAIMS: dict[str, Registered] = {r.id: r for r in [
                "becomes severe", (
                    Part("trained models, by relative depth", RESIDUAL, "training seed",
                         "contrast", "more", TRAINED, EARLY, ("full model",), ("full model",),
-                        LATE, requires=True, ratio="Sinkhorn / softmax early over that late"),
+                        LATE, requires=True,
+                        ratio="Sinkhorn / softmax early, divided by that late"),
                    Part("trained models, by collapse", RESIDUAL + "; the layers before the "
                         "softmax models' collapse to half (their relative residual, geometric "
                         f"mean over seeds, first below {COLLAPSE_LEVEL:g}: `collapse_layers`) "
                         "against the layers after", "training seed", "contrast", "more",
                         TRAINED, BEFORE, ("full model",), ("full model",), AFTER,
-                        requires=True, ratio="Sinkhorn / softmax before collapse to half over "
-                        "that after"))),
+                        requires=True, ratio="Sinkhorn / softmax before collapse to half, "
+                        "divided by that after"))),
     Registered("C4c", "the advantage is most visible with skip connections", (Part(
         "trained models, at matched residual level", MATCHED, "training seed", "contrast",
         "more", TRAINED, BEFORE, SKIPS, NO_SKIPS, requires=True,
-        ratio="Sinkhorn / softmax with skips over that without, each before its collapse to "
-              "half (tested on the log-ratio scale, not on the absolute gap)"),)),
+        ratio="Sinkhorn / softmax with skips, divided by that without, each before its "
+              "collapse to half (tested on the log-ratio scale, not on the absolute gap)"),)),
     Registered("C4d", "the same for the self-attention output, read as the attention "
                "sub-layer's own output before the skip connection (the block output is C4a)",
                (_hidden("trained models", "relative residual of the attention sub-layer's "
@@ -371,8 +372,8 @@ CLAIMS: dict[str, Registered] = {r.id: r for r in [
         Part("trained models, correlation broken", PATHS + "; every factor from one input "
              "against each factor from an independent input", "training seed", "contrast",
              "more", IMAGE, PRODUCTS, ("one input",), ("inputs mixed",), requires=True,
-             ratio=MIXED),), caveat="decided on trained models only (the paper's hypothesis "
-               "concerns them); chapter 4's random networks are description"),
+             ratio=MIXED),), caveat="decided on trained models only, which the paper's "
+               "hypothesis concerns; chapter 4's random networks are description"),
     Registered("C7", "limitations: pure attention never trained from scratch; first-order "
                "bounds", untested="a statement of the paper's limits, not a result to "
                "reproduce; the open question B1 trains pure attention from scratch"),

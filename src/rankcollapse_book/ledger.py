@@ -330,12 +330,22 @@ def page(rows: list[dict], profile: str, runs: int = CALIBRATION_RUNS) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _with_caveat(row: dict) -> str:
-    """'C3a (the bound tested is ...)' where a verdict was reached and the registry states a
-    caveat for it, else the id."""
-    caveat = registry.CLAIMS[row["id"]].caveat
-    tested = row["verdict"] != "not testable here"
-    return f"{row['id']} ({caveat})" if caveat and tested else row["id"]
+def _with_caveats(rows: list[dict]) -> str:
+    """'C1, C3a and C3b (the bound tested is ...), C3c': the ids, each run of neighbours
+    that share a caveat (where a verdict was reached and the registry states one) followed
+    by it once."""
+    def caveat(row: dict) -> str:
+        tested = row["verdict"] != "not testable here"
+        return registry.CLAIMS[row["id"]].caveat if tested else ""
+
+    runs: list[tuple[list[str], str]] = []
+    for row in rows:
+        if runs and runs[-1][1] == caveat(row):
+            runs[-1][0].append(row["id"])
+        else:
+            runs.append(([row["id"]], caveat(row)))
+    return ", ".join(f"{summary.joined(ids)} ({said})" if said else ", ".join(ids)
+                     for ids, said in runs)
 
 
 def findings(rows: list[dict], profile: str) -> str:
@@ -352,8 +362,7 @@ def findings(rows: list[dict], profile: str) -> str:
              *forest_figure(FOREST_CAPTION.format(margin=1 + MARGIN) + " As "
                             "{numref}`" + FOREST + "` on the {doc}`claims`.", None),
              FINDINGS_INTRO.format(profile=profile, count=len(claims)), ""]
-    lines += [f"- **{v}**: {', '.join(_with_caveat(r) for r in these)}"
-              for v, these in by.items() if these]
+    lines += [f"- **{v}**: {_with_caveats(these)}" for v, these in by.items() if these]
     lines += ["", SEE_LEDGER]
     if open_rows:
         lines += ["", QUESTIONS_FOUND, ""]

@@ -128,7 +128,7 @@ def test_label(claim_id: str, r: dict) -> str:
     """'MNIST digits', with the part where the claim has several ('random logits · σ = 1')
     and the setting within the task ('MNIST digits, k = 2')."""
     at = f", k = {r['at']:g}" if r.get("at") is not None else ""
-    several = len(registry.CLAIMS[claim_id].parts) > 1
+    several = len(registry.CLAIMS[claim_id].parts) > 1 and r["part"] != r["task"]
     return (f"{r['part']} · " if several else "") + short_task(r["task"]) + at
 
 

@@ -3,9 +3,11 @@ typed, that open the intro's findings and the Claims page.
 
 They say, for the models and data of the build's profile: where Sinkhorn keeps more
 hidden-state rank in trained models and by how much (C4a), how that advantage behaves early
-against late and with skips against without (C4b, C4c), what products of independent random
-matrices show (C6a), and what swapping the normalization at inference does to the same
-weights (B3). The conclusion that the advantage is learned by the weights, not imposed by
+against late and with skips against without (C4b, C4c), what the attention output and the
+attention products show (C4d, C4e) and what becomes of accuracy (C8), what products of
+independent random matrices show (C6a), and what swapping the normalization at inference
+does to the same weights (B3). Tasks are named short ('MNIST digits'); the data each stands
+for is said once, after the caveat (`data_sentence`). The conclusion that the advantage is learned by the weights, not imposed by
 the normalization, is stated only where the numbers say so (`learned`). Before them, where
 the profile is not the paper's, the caveat (`caveat`).
 """
@@ -14,7 +16,8 @@ from __future__ import annotations
 
 from rankcollapse.profiles import Profile, get_profile
 from rankcollapse.stats import MARGIN, WORDS
-from rankcollapse_book.outcomes import has_interval, readable, shown_results
+from rankcollapse_book.outcomes import (has_interval, readable, short_task, shown_results,
+                                        task_legend)
 
 DEMONSTRATION = ("the {profile} profile trains small models ({size}, {seeds} seeds per task) "
                  "on stand-in data: its verdicts demonstrate the method at small scale and "
@@ -23,17 +26,22 @@ DEMONSTRATION = ("the {profile} profile trains small models ({size}, {seeds} see
 # What a test of Sinkhorn / softmax found, as a clause about Sinkhorn (C4a, C6a, B3) ...
 KEEPS = {"more": "Sinkhorn keeps more", "less": "Sinkhorn keeps less",
          "parity": "the two are at parity (within a factor {margin:g})",
-         "not more": "Sinkhorn is not ahead by the margin",
-         "not less": "Sinkhorn is not behind by the margin", "undecided": "the test cannot tell"}
+         "not more": "Sinkhorn is not higher by the margin",
+         "not less": "Sinkhorn is not lower by the margin", "undecided": "the test cannot tell"}
 # ... and what a contrast of the advantage (C4b, C4c) found: the ledger's words (stats.WORDS).
 ADVANTAGE = {**WORDS, "parity": "at parity (within a factor {margin:g})"}
 EARLY_SAID = ("The paper reports the advantage larger early in the stack than late; in the "
-              "trained models ({size}), Sinkhorn / softmax early over late: {found} — C4b: "
-              "{verdict}.")
-SKIPS_SAID = ("The paper reports the advantage larger with skip connections; in the same models "
-              "({size}), Sinkhorn / softmax with skips over without, each inference variant "
+              "{size}, Sinkhorn / softmax early, divided by that late: {found} — "
+              "C4b: {verdict}.")
+SKIPS_SAID = ("The paper reports the advantage larger with skip connections; in the {size}, "
+              "Sinkhorn / softmax with skips, divided by that without, each inference variant "
               "over its own layers before the softmax models collapse to half (a matched "
               "residual level): {found} — C4c: {verdict}.")
+BEYOND_SAID = "{what}, in the {size}: {found} — {id}: {verdict}."
+# What the other trained-model claims measure (C4d, C4e), and accuracy (C8).
+BEYOND = {"C4d": "The attention sub-layer's own output", "C4e": "Products of attention "
+          "matrices along paths"}
+ACCURACY_SAID = ("Test accuracy, Sinkhorn / softmax, in the {size}: {found} — C8: {verdict}.")
 # How each part of C4b splits the stack into early and late (registered part names).
 SPLITS = {"trained models, by relative depth": "by relative depth (the first half of the "
           "layers over the second)", "trained models, by collapse": "before against after "
@@ -44,14 +52,14 @@ PAPER_PARITY = {"agrees": "as the paper reports (essentially the same rank decay
                 "against": "where the paper reports essentially the same rank decay",
                 "opposite": "where the paper reports essentially the same rank decay",
                 "undecided": "so the paper's parity can be neither confirmed nor refuted"}
-LEARNED = ("On weights trained with Sinkhorn ({size}), swapping to softmax at inference leaves the "
+LEARNED = ("On the Sinkhorn-trained weights of the {size}, swapping to softmax at inference leaves the "
            "rank at parity on {swapped}, while Sinkhorn- and softmax-trained models differ "
            "there (C4a): consistent with the weights, not the normalization, carrying the "
            "advantage on these tasks (B3).")
-IMPOSED = ("On weights trained with Sinkhorn ({size}), Sinkhorn at inference keeps more rank than "
+IMPOSED = ("On the Sinkhorn-trained weights of the {size}, Sinkhorn at inference keeps more rank than "
            "softmax on {imposed}: part of the advantage there comes from the normalization "
            "itself, not only from what the weights learned (B3).")
-SWAPPED = ("On weights trained with Sinkhorn ({size}), swapping the normalization at inference "
+SWAPPED = ("On the Sinkhorn-trained weights of the {size}, swapping the normalization at inference "
            "(Sinkhorn / softmax, the same weights): {found} (B3).")
 
 
@@ -64,6 +72,25 @@ def model_size(settings: Profile) -> str:
     return "; ".join(f"{t}: {s}" for t, s in sizes.items())
 
 
+def models_words(settings: Profile) -> str:
+    """'6-layer, width-48 trained models' (each task's where they differ): the size every
+    sentence about trained models names."""
+    sizes = {t: f"{x.depth}-layer, width-{x.d_model}" for t, x in settings.tasks.items()}
+    if len(set(sizes.values())) <= 1:
+        return f"{next(iter(sizes.values()), 'no')} trained models"
+    return "trained models (" + "; ".join(f"{t}: {s}" for t, s in sizes.items()) + ")"
+
+
+def data_sentence(rows: dict[str, dict]) -> str | None:
+    """'The data: MNIST digits stand for 10,000 MNIST digits; ...': what each task's short
+    name stands for, said once (from C4a's tests, the trained tasks)."""
+    legend = task_legend(_tests(rows, "C4a"))
+    if not legend:
+        return None
+    return "Tasks, as named below: " + "; ".join(
+        f"{name} ({data})" for name, data in legend.items()) + "."
+
+
 def caveat(profile: str) -> str | None:
     """The caveat of a profile that is not the paper's (None for `full`)."""
     if profile == "full":
@@ -74,28 +101,35 @@ def caveat(profile: str) -> str | None:
                                 paper=model_size(get_profile("full")))
 
 
-def _joined(items: list[str]) -> str:
+def joined(items: list[str]) -> str:
     """'a', 'a and b', 'a, b and c'."""
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+def _ratio(r: dict) -> str:
+    """'1.14×, 1.04–1.25': a test's ratio with its interval."""
+    interval = f", {readable(r['low'])}–{readable(r['high'])}" if has_interval(r) else ""
+    return f"{readable(r['number'])}×{interval}"
+
+
 def _named(r: dict, number: bool = False) -> str:
-    """A test's task with its data, 'MNIST digits (stand-in: 10,000 MNIST digits)', and
-    with `number` its ratio: '... by 1.14× (1.04–1.25)'."""
-    name = r["task"]
-    interval = f" ({readable(r['low'])}–{readable(r['high'])})" if has_interval(r) else ""
-    return name + (f" by {readable(r['number'])}×{interval}" if number else "")
+    """A test's task by its short name, 'MNIST digits', and with `number` its ratio:
+    'MNIST digits (1.14×, 1.04–1.25)'."""
+    return short_task(r["task"]) + (f" ({_ratio(r)})" if number else "")
 
 
 def _clauses(results: list[dict], words: dict[str, str], numbers: set[str]) -> str:
     """What `results` found, one clause per word of `words` that occurs, in its order:
-    'smaller on MNIST digits (...) by 0.87× (0.81–0.93); the same (...) on text ...', with
-    the ratio where the word is in `numbers`."""
+    'lower on MNIST digits (0.870×, 0.810–0.930); at parity (within a factor 1.1) on Cats
+    and Dogs', with the ratio where the word is in `numbers`, parity within the tests' own
+    margin."""
     clauses = []
     for found, said in words.items():
-        these = [_named(r, found in numbers) for r in results if r["found"] == found]
+        these = [r for r in results if r["found"] == found]
         if these:
-            clauses.append(f"{said.format(margin=1 + MARGIN)} on {_joined(these)}")
+            margin = these[0].get("margin", MARGIN)
+            clauses.append(f"{said.format(margin=1 + margin)} on "
+                           f"{joined([_named(r, found in numbers) for r in these])}")
     return "; ".join(clauses)
 
 
@@ -112,9 +146,9 @@ def _advantage(rows: dict[str, dict], settings: Profile) -> str | None:
     if not tests:
         return None
     more = [_named(r, True) for r in tests if r["found"] == "more"]
-    said = (f"In the trained models ({model_size(settings)}), Sinkhorn keeps more "
+    said = (f"In the {models_words(settings)}, Sinkhorn keeps more "
             f"hidden-state rank than softmax on {len(more)} of {len(tests)} tasks"
-            + (f", {_joined(more)}" if more else ""))
+            + (f", {joined(more)}" if more else ""))
     rest = _clauses([r for r in tests if r["found"] != "more"],
                     {k: v for k, v in KEEPS.items() if k != "more"}, {"less"})
     return said + (f"; {rest}" if rest else "") + f" — C4a: {rows['C4a']['verdict']}."
@@ -133,8 +167,27 @@ def _variation(rows: dict[str, dict], settings: Profile, claim_id: str, template
     else:
         found = "; ".join(f"{SPLITS.get(p, p)}, " + _clauses(
             [r for r in tests if r["part"] == p], ADVANTAGE, {"more", "less"}) for p in parts)
-    return template.format(size=model_size(settings), found=found,
+    return template.format(size=models_words(settings), found=found,
                            verdict=rows[claim_id]["verdict"])
+
+
+def _beyond(rows: dict[str, dict], settings: Profile, claim_id: str) -> str | None:
+    """What C4d or C4e found, with its verdict."""
+    tests = _tests(rows, claim_id)
+    if not tests:
+        return None
+    return BEYOND_SAID.format(what=BEYOND[claim_id], size=models_words(settings),
+                              found=_clauses(tests, KEEPS, {"more", "less"}), id=claim_id,
+                              verdict=rows[claim_id]["verdict"])
+
+
+def _accuracy(rows: dict[str, dict], settings: Profile) -> str | None:
+    tests = _tests(rows, "C8")
+    if not tests:
+        return None
+    return ACCURACY_SAID.format(size=models_words(settings),
+                                found=_clauses(tests, ADVANTAGE, {"more", "less"}),
+                                verdict=rows["C8"]["verdict"])
 
 
 def _random(rows: dict[str, dict], settings: Profile) -> str | None:
@@ -144,7 +197,7 @@ def _random(rows: dict[str, dict], settings: Profile) -> str | None:
     r = tests[0]
     found = KEEPS[r["found"]].format(margin=1 + MARGIN)
     return RANDOM_SAID.format(n=settings.n_tokens, depth=settings.depth,
-                              found=f"{found}, {_named(r, True).removeprefix(r['task'] + ' ')}", paper=PAPER_PARITY[r["outcome"]],
+                              found=f"{found} ({_ratio(r)})", paper=PAPER_PARITY[r["outcome"]],
                               verdict=rows["C6a"]["verdict"])
 
 
@@ -170,20 +223,24 @@ def _swap(rows: dict[str, dict], settings: Profile) -> str | None:
         return None
     word, tasks = learned(_tests(rows, "C4a"), swapped)
     if not word:
-        return SWAPPED.format(size=model_size(settings), found=_clauses(swapped, KEEPS, {"more", "less"}))
-    named = _joined([_named(next(r for r in swapped if r["task"] == t)) for t in tasks])
+        return SWAPPED.format(size=models_words(settings),
+                              found=_clauses(swapped, KEEPS, {"more", "less"}))
+    named = joined([_named(next(r for r in swapped if r["task"] == t)) for t in tasks])
     if word == "learned":
-        return LEARNED.format(size=model_size(settings), swapped=named)
-    return IMPOSED.format(size=model_size(settings), imposed=named)
+        return LEARNED.format(size=models_words(settings), swapped=named)
+    return IMPOSED.format(size=models_words(settings), imposed=named)
 
 
 def sentences(rows: list[dict], profile: str) -> list[str]:
     """The summary, sentence by sentence: the caveat (where the profile is not the
-    paper's), then what C4a, C4b and C4c, C6a and B3 found, each where it was tested."""
+    paper's) and the tasks' data, then what C4a, C4b and C4c, C4d and C4e, C8, C6a and B3
+    found, each where it was tested."""
     settings, by_id = get_profile(profile), {r["id"]: r for r in rows}
-    said = [caveat(profile), _advantage(by_id, settings),
+    said = [caveat(profile), data_sentence(by_id), _advantage(by_id, settings),
             _variation(by_id, settings, "C4b", EARLY_SAID),
             _variation(by_id, settings, "C4c", SKIPS_SAID),
+            *(_beyond(by_id, settings, claim_id) for claim_id in BEYOND),
+            _accuracy(by_id, settings),
             _random(by_id, settings), _swap(by_id, settings)]
     said = [s for s in said if s]
     if said and said[0] == caveat(profile):

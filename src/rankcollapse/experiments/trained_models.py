@@ -160,8 +160,9 @@ def convergence_sentence(table: pd.DataFrame) -> str:
     """What `convergence_table` says, in words: where the Transformers are level with the
     linear baseline (within `baseline_noise`) or below it, and then whether more epochs could
     help (the held-out loss still falling) or not (every seed has plateaued: they generalise
-    worse than the linear model on these data); and where fewer than all seeds meet the
-    plateau criterion."""
+    worse than the linear model on these data); where the held-out loss rose over the last
+    epochs (overfitting, which the plateau criterion counts as no further improvement); and
+    where fewer than all seeds meet the plateau criterion."""
     noise = baseline_noise(table)
     every = table["plateaued"].map(lambda k: k.startswith(k.split(" of ")[-1] + " "))
     gap = table["accuracy"] - table["linear baseline"]
@@ -185,6 +186,13 @@ def convergence_sentence(table: pd.DataFrame) -> str:
                      f"what the data allow.")
     if not words:
         words.append("Every task's Transformers beat the linear baseline on average.")
+    if "last-epochs gain" in table:
+        rising = table[table["last-epochs gain"] < 0]
+        if len(rising):
+            words.append("The held-out loss rises over the last epochs on " + "; ".join(
+                f"{r.task}, {display(r.normalization)} ({r['last-epochs gain']:+.1%})"
+                for _, r in rising.iterrows()) + " (median over seeds): those models overfit "
+                "there, and the plateau criterion counts the rise as no further improvement.")
     open_ = [f"{r.task}, {display(r.normalization)} ({r.plateaued})"
              for _, r in table[~every].iterrows()]
     if open_:
@@ -373,9 +381,11 @@ def claims(analysis: "Analysis", titles: dict[str, str], profile: Profile) -> li
               "C4e": run("C4e", "trained models", paths, profile, titles)}
 
     def with_requirement(results: list[Result], where: str) -> str:
+        several = len({r.part for r in results}) > 1  # C4b: say which split each is of
         return (f"Whether Sinkhorn is ahead {where} at all (the condition), Sinkhorn / "
                 "softmax there: " + "; ".join(
-                    f"{r.task}: {WORDS[r.requirement]}" for r in results if r.requirement)
+                    (f"{r.part.removeprefix('trained models, ')}, " if several else "")
+                    + f"{r.task}: {WORDS[r.requirement]}" for r in results if r.requirement)
                 + ".") if any(r.requirement for r in results) else ""
 
     def part_sentence(part: str) -> str:
