@@ -17,6 +17,8 @@ under an id or part name that is not registered is an error, never dropped.
 
 from __future__ import annotations
 
+from itertools import groupby
+
 import json
 import math
 from pathlib import Path
@@ -338,12 +340,7 @@ def _with_caveats(rows: list[dict]) -> str:
         tested = row["verdict"] != "not testable here"
         return registry.CLAIMS[row["id"]].caveat if tested else ""
 
-    runs: list[tuple[list[str], str]] = []
-    for row in rows:
-        if runs and runs[-1][1] == caveat(row):
-            runs[-1][0].append(row["id"])
-        else:
-            runs.append(([row["id"]], caveat(row)))
+    runs = [([r["id"] for r in group], said) for said, group in groupby(rows, key=caveat)]
     return ", ".join(f"{summary.joined(ids)} ({said})" if said else ", ".join(ids)
                      for ids, said in runs)
 

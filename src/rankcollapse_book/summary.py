@@ -7,9 +7,10 @@ against late and with skips against without (C4b, C4c), what the attention outpu
 attention products show (C4d, C4e) and what becomes of accuracy (C8), what products of
 independent random matrices show (C6a), and what swapping the normalization at inference
 does to the same weights (B3). Tasks are named short ('MNIST digits'); the data each stands
-for is said once, after the caveat (`data_sentence`). The conclusion that the advantage is learned by the weights, not imposed by
-the normalization, is stated only where the numbers say so (`learned`). Before them, where
-the profile is not the paper's, the caveat (`caveat`).
+for is said once, after the caveat (`data_sentence`). The conclusion that the advantage is
+learned by the weights, not imposed by the normalization, is stated only where the numbers
+say so (`learned`). Before them, where the profile is not the paper's, the caveat
+(`caveat`).
 """
 
 from __future__ import annotations
@@ -38,10 +39,11 @@ SKIPS_SAID = ("The paper reports the advantage larger with skip connections; in 
               "over its own layers before the softmax models collapse to half (a matched "
               "residual level): {found} — C4c: {verdict}.")
 BEYOND_SAID = "{what}, in the {size}: {found} — {id}: {verdict}."
-# What the other trained-model claims measure (C4d, C4e), and accuracy (C8).
-BEYOND = {"C4d": "The attention sub-layer's own output", "C4e": "Products of attention "
-          "matrices along paths"}
-ACCURACY_SAID = ("Test accuracy, Sinkhorn / softmax, in the {size}: {found} — C8: {verdict}.")
+# What the other trained-model claims measure (C4d, C4e) and accuracy (C8), each with the
+# words its results are said in.
+BEYOND = {"C4d": ("The attention sub-layer's own output", KEEPS),
+          "C4e": ("Products of attention matrices along paths", KEEPS),
+          "C8": ("Test accuracy, Sinkhorn / softmax", ADVANTAGE)}
 # How each part of C4b splits the stack into early and late (registered part names).
 SPLITS = {"trained models, by relative depth": "by relative depth (the first half of the "
           "layers over the second)", "trained models, by collapse": "before against after "
@@ -52,38 +54,44 @@ PAPER_PARITY = {"agrees": "as the paper reports (essentially the same rank decay
                 "against": "where the paper reports essentially the same rank decay",
                 "opposite": "where the paper reports essentially the same rank decay",
                 "undecided": "so the paper's parity can be neither confirmed nor refuted"}
-LEARNED = ("On the Sinkhorn-trained weights of the {size}, swapping to softmax at inference leaves the "
-           "rank at parity on {swapped}, while Sinkhorn- and softmax-trained models differ "
+LEARNED = ("On the Sinkhorn-trained weights of the {size}, swapping to softmax at inference "
+           "leaves the rank at parity on {swapped}, while Sinkhorn- and softmax-trained models differ "
            "there (C4a): consistent with the weights, not the normalization, carrying the "
            "advantage on these tasks (B3).")
-IMPOSED = ("On the Sinkhorn-trained weights of the {size}, Sinkhorn at inference keeps more rank than "
-           "softmax on {imposed}: part of the advantage there comes from the normalization "
+IMPOSED = ("On the Sinkhorn-trained weights of the {size}, Sinkhorn at inference keeps more "
+           "rank than softmax on {imposed}: part of the advantage there comes from the normalization "
            "itself, not only from what the weights learned (B3).")
-SWAPPED = ("On the Sinkhorn-trained weights of the {size}, swapping the normalization at inference "
-           "(Sinkhorn / softmax, the same weights): {found} (B3).")
+SWAPPED = ("On the Sinkhorn-trained weights of the {size}, swapping the normalization at "
+           "inference (Sinkhorn / softmax, the same weights): {found} (B3).")
+
+
+def _sizes(settings: Profile, size: str) -> tuple[str | None, str]:
+    """Each task's model size in the words of `size` (a format of `depth`, `d_model`,
+    `n_heads`): the one size where all agree (None where there are no tasks), else None and
+    'text: ...; mnist: ...'."""
+    sizes = {t: size.format(**vars(x)) for t, x in settings.tasks.items()}
+    if len(set(sizes.values())) <= 1:
+        return next(iter(sizes.values()), None), ""
+    return None, "; ".join(f"{t}: {s}" for t, s in sizes.items())
 
 
 def model_size(settings: Profile) -> str:
     """'6 layers of width 48, 4 heads' (each task's where they differ)."""
-    sizes = {t: f"{x.depth} layers of width {x.d_model}, {x.n_heads} heads"
-             for t, x in settings.tasks.items()}
-    if len(set(sizes.values())) <= 1:
-        return next(iter(sizes.values()), "no trained models")
-    return "; ".join(f"{t}: {s}" for t, s in sizes.items())
+    one, each = _sizes(settings, "{depth} layers of width {d_model}, {n_heads} heads")
+    return one or each or "no trained models"
 
 
 def models_words(settings: Profile) -> str:
     """'6-layer, width-48 trained models' (each task's where they differ): the size every
     sentence about trained models names."""
-    sizes = {t: f"{x.depth}-layer, width-{x.d_model}" for t, x in settings.tasks.items()}
-    if len(set(sizes.values())) <= 1:
-        return f"{next(iter(sizes.values()), 'no')} trained models"
-    return "trained models (" + "; ".join(f"{t}: {s}" for t, s in sizes.items()) + ")"
+    one, each = _sizes(settings, "{depth}-layer, width-{d_model}")
+    return f"{one} trained models" if one else f"trained models ({each})" if each else \
+        "no trained models"
 
 
 def data_sentence(rows: dict[str, dict]) -> str | None:
-    """'The data: MNIST digits stand for 10,000 MNIST digits; ...': what each task's short
-    name stands for, said once (from C4a's tests, the trained tasks)."""
+    """'Tasks, as named below: MNIST digits (stand-in: 10,000 MNIST digits); ...': what each
+    task's short name stands for, said once (from C4a's tests, the trained tasks)."""
     legend = task_legend(_tests(rows, "C4a"))
     if not legend:
         return None
@@ -172,22 +180,14 @@ def _variation(rows: dict[str, dict], settings: Profile, claim_id: str, template
 
 
 def _beyond(rows: dict[str, dict], settings: Profile, claim_id: str) -> str | None:
-    """What C4d or C4e found, with its verdict."""
+    """What C4d, C4e or C8 found (`BEYOND`), with its verdict."""
     tests = _tests(rows, claim_id)
     if not tests:
         return None
-    return BEYOND_SAID.format(what=BEYOND[claim_id], size=models_words(settings),
-                              found=_clauses(tests, KEEPS, {"more", "less"}), id=claim_id,
+    what, words = BEYOND[claim_id]
+    return BEYOND_SAID.format(what=what, size=models_words(settings),
+                              found=_clauses(tests, words, {"more", "less"}), id=claim_id,
                               verdict=rows[claim_id]["verdict"])
-
-
-def _accuracy(rows: dict[str, dict], settings: Profile) -> str | None:
-    tests = _tests(rows, "C8")
-    if not tests:
-        return None
-    return ACCURACY_SAID.format(size=models_words(settings),
-                                found=_clauses(tests, ADVANTAGE, {"more", "less"}),
-                                verdict=rows["C8"]["verdict"])
 
 
 def _random(rows: dict[str, dict], settings: Profile) -> str | None:
@@ -240,7 +240,6 @@ def sentences(rows: list[dict], profile: str) -> list[str]:
             _variation(by_id, settings, "C4b", EARLY_SAID),
             _variation(by_id, settings, "C4c", SKIPS_SAID),
             *(_beyond(by_id, settings, claim_id) for claim_id in BEYOND),
-            _accuracy(by_id, settings),
             _random(by_id, settings), _swap(by_id, settings)]
     said = [s for s in said if s]
     if said and said[0] == caveat(profile):
