@@ -29,6 +29,8 @@
 #   what the normalization does.
 # - **B4**: how many Sinkhorn iterations inference needs.
 # - **C10**: local Lipschitz constants of attention layers, random and trained.
+# - **B5**: how the Sinkhorn advantage in trained models changes with depth, one task
+#   trained at several depths.
 #
 # ```{admonition} Beyond the paper
 # :class: note
@@ -57,6 +59,7 @@ import pandas as pd
 from rankcollapse import names, plots, trainings
 from rankcollapse.measures import FLOOR
 from rankcollapse.tasks import load_task
+from rankcollapse.experiments import depth_sweep
 from rankcollapse.experiments import open_questions as oq
 from rankcollapse.experiments import trained_models as tm
 from rankcollapse.experiments.rank_collapse import deepest_drawn, log_summary
@@ -305,6 +308,57 @@ chapter.glue({"ch6_d": settings.d_model, "ch6_heads": settings.n_heads,
 chapter.glue_text({"ch6_c10": f"**{c10.verdict.capitalize()}.** {c10.finding}"})
 
 # %% [markdown]
+# ## B5: how the advantage changes with depth
+#
+# Rank collapse is a statement about depth, and the paper's models have 24 layers, while
+# chapter 5 trains its models at one depth only. Here one task, {glue:text}`ds_task`, is
+# trained at {glue:text}`ds_depths` layers, everything else alike: width
+# {glue:text}`ds_width`, {glue:text}`ds_heads` heads, its first {glue:text}`ds_train`
+# training examples for {glue:text}`ds_epochs` epochs, {glue:text}`ds_seeds` seeds per
+# normalization, the same seeds at every depth. Each model is read as in chapter 5 (its
+# complete form, and without skip connections, on the first {glue:text}`ds_inputs` test
+# inputs, in float64), but against the **relative depth** layer / L, so that "early" and
+# "late" mean the same part of every stack. {glue:md}`ds_data`
+#
+# B5's registered test asks how Sinkhorn / softmax over the second half of the layers
+# changes with depth: for each seed, the slope of its log ratio against $\log_2 L$ over the
+# depths, and the $t$ interval of the mean slope over seeds, read as the factor per
+# doubling of depth. A trend over depths, not a vote over them: parity (within the margin)
+# means the late-layer ratio does not change with depth, above it that Sinkhorn's
+# advantage grows with depth.
+
+# %% tags=["hide-output"]
+by_depth = depth_sweep.run(settings, chapter.device, quiet=False)
+
+# %%
+names.readable(by_depth.training).style.format(
+    {"accuracy": "{:.3f}", "lowest": "{:.3f}", "logit scale, lowest layer": "{:.2f}",
+     "logit scale, highest layer": "{:.2f}", "training time (min)": "{:.1f}"}).hide(axis="index")
+
+# %% [markdown]
+# Test accuracy per depth (mean over seeds, and the lowest), how many seeds meet chapter 5's
+# plateau criterion, and the trained logit scale (median standard deviation of the logits,
+# lowest and highest layer).
+
+# %% mystnb={"figure": {"caption": "Ratio Sinkhorn / softmax of the hidden-state residual against the relative depth layer / L, one curve per depth L (colours), with skip connections (complete models, left) and without (right, on a scale of its own): geometric mean over training seeds with its Student t interval (simultaneous 95% over the layers of each curve); grey band: the parity margin. Compare the curves' right-hand ends: if the deeper models' curves end higher, Sinkhorn's late-layer advantage grows with depth.", "name": "fig-depth-sweep"}}
+chapter.show(depth_sweep.ratio_by_depth(by_depth.ratios), "fig-depth-sweep", by_depth.ratios)
+
+# %%
+by_depth.late_shown().style.format({"Sinkhorn / softmax": "{:.3g}", "interval low": "{:.3g}",
+                                    "interval high": "{:.3g}"}).hide(axis="index")
+
+# %% [markdown]
+# Sinkhorn / softmax over the second half of each model's layers, per depth: the values B5's
+# test regresses on $\log_2 L$ (mean log ratio over seeds, intervals simultaneous over the
+# depths of each row group; description). {glue:md}`ch6_b5`
+
+# %% tags=["remove-cell"]
+b5 = by_depth.claim
+chapter.glue(by_depth.glue)
+chapter.glue_text({"ch6_b5": f"**{b5.verdict.capitalize()}.** {b5.finding}",
+                   "ds_data": by_depth.data_note})
+
+# %% [markdown]
 # ````{admonition} What this chapter finds
 # :class: tip
 # The questions the paper left open, answered on this run's numbers:
@@ -329,5 +383,5 @@ chapter.glue_claims("ch6_claims", [
     replace(b1, data="models trained on " + "; ".join(TITLES[r] for r in settings.scratch_tasks)),
     replace(b3, data=trained_on), replace(b4, data=trained_on),
     replace(c10, data=trained_on + "; random weights and inputs"),
-    replace(c6d, data="trained models: " + "; ".join(image_tasks.values()))],
+    replace(c6d, data="trained models: " + "; ".join(image_tasks.values())), b5],
     "06_open_questions")

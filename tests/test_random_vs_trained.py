@@ -11,7 +11,7 @@ from rankcollapse.experiments.random_vs_trained import (claim, measured_scales, 
                                                         random_products, registered_data)
 from rankcollapse.profiles import Task, get_profile
 
-TOY = replace(get_profile("ci"), tasks={"t": Task("mnist10k", depth=3, d_model=8, n_heads=1,
+TOY = replace(get_profile("ci"), depth_sweep=None, tasks={"t": Task("mnist10k", depth=3, d_model=8, n_heads=1,
                                                   d_ff=8, epochs=1, batch_size=1, lr=1e-3,
                                                   warmup_steps=1)})
 

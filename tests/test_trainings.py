@@ -14,7 +14,7 @@ TINY = Task("fashion_mnist", depth=1, d_model=16, n_heads=2, d_ff=32, epochs=1, 
 
 @pytest.fixture
 def tiny(monkeypatch):
-    profile = replace(profiles.PROFILES["ci"], name="tiny", tasks={"pairs": TINY},
+    profile = replace(profiles.PROFILES["ci"], name="tiny", tasks={"pairs": TINY}, depth_sweep=None,
                       train_seeds=(3, 4), n_iter=10, scratch_tasks=())
     monkeypatch.setitem(profiles.PROFILES, "tiny", profile)
     return profile

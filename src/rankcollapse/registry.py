@@ -180,7 +180,7 @@ class Part:
     subject: str = "Sinkhorn"  # what is higher or lower when the direction is stated
 
     def __post_init__(self):
-        if self.test not in ("paired", "contrast", "groups", "check", "sequence"):
+        if self.test not in ("paired", "contrast", "groups", "check", "sequence", "trend"):
             raise ValueError(f"unknown test kind {self.test!r}")
         if self.direction not in DIRECTIONS and self.test != "check":
             raise ValueError(f"unknown direction {self.direction!r}")
@@ -226,13 +226,16 @@ STATEMENTS = {  # each kind of test in words (`Part.statement`)
                 "t interval over units",
     "groups": "two independent groups of units, mean log per unit; Welch t interval of the "
               "difference",
+    "trend": "per unit, the least-squares slope of its mean log ratio Sinkhorn / softmax "
+             "over the span of each depth against log2 of the depth; t interval over units",
     "sequence": "accuracy with k iterations against the most, paired over units, tested from "
                 "the most iterations down; an accuracy of at most one right answer among the "
                 "test inputs is censored there"}
 ESTIMATES = {  # what each kind's estimate is (`Part.estimate`)
     "paired": "Sinkhorn / softmax", "contrast": "Sinkhorn / softmax in the first selection"
     ", divided by that in the second", "groups": "second group over first", "sequence":
-    "accuracy with k iterations / with the most", "check": "the checked value"}
+    "accuracy with k iterations / with the most", "check": "the checked value",
+    "trend": "factor by which Sinkhorn / softmax changes per doubling of depth"}
 REQUIRES = "; agrees only where Sinkhorn is also shown ahead in the first"
 ONE_VALUE = "one value per unit"
 
@@ -274,6 +277,15 @@ def _hidden(name: str, quantity: str, span: Span = LAYERS, variants=("full model
             direction: str = "more", tasks=TRAINED, **options) -> Part:
     return Part(name, quantity, "training seed", "paired", direction, tasks, span, variants,
                 **options)
+
+
+PER_DOUBLING = ("factor by which Sinkhorn / softmax over the late layers changes per doubling "
+                "of depth")
+
+
+def _swept(profile: Profile) -> tuple[str, ...]:
+    """The depth sweep's task (B5), none where the profile has no sweep."""
+    return (profile.depth_sweep.task,) if profile.depth_sweep else ()
 
 
 MIXED = "Sinkhorn / softmax along one input's path, divided by that with inputs mixed"
@@ -416,6 +428,14 @@ CLAIMS: dict[str, Registered] = {r.id: r for r in [
         "Sinkhorn-trained models", "test accuracy with k iterations / with 50",
         "training seed", "sequence", "parity", TRAINED, margin=ACCURACY_MARGIN),),
         rule="iterations"),
+    Registered("B5", "how the Sinkhorn advantage in the late layers changes with depth (the "
+               "book's depth sweep)", tuple(
+                   Part(f"depth sweep, {where}", RESIDUAL + "; the second half of each "
+                        "model's layers, models of each depth trained alike", "training seed",
+                        "trend", "either", _swept, LATE, (variant,), ratio=PER_DOUBLING)
+                   for where, variant in (("with skips", "full model"),
+                                          ("without skips", "without skip"))),
+               rule="finding"),
 ]}
 FINDINGS = tuple(i for i, r in CLAIMS.items() if r.finding)
 
@@ -665,6 +685,10 @@ def run(claim_id: str, part_name: str, data: pd.DataFrame, profile: Profile,
     level = family_level(family(claim_id, profile))
     results = []
     for task in expected:
+        if part.test == "trend":
+            results.append(_trend(part, (titles or {}).get(task, task), data[data["task"] == task],
+                                  level, f"{claim_id} / {part_name}, task {task!r}"))
+            continue
         table = _Table(data[data["task"] == task], f"{claim_id} / {part_name}, task {task!r}",
                        registered_depth(task, profile))
         table.check_units()
@@ -725,6 +749,47 @@ def run(claim_id: str, part_name: str, data: pd.DataFrame, profile: Profile,
         results.append(replace(result, note="; ".join(note) + " (left out)") if note
                        else result)
     return results
+
+
+def trend_scores(part: Part, rows: pd.DataFrame, where: str
+                 ) -> tuple[pd.DataFrame, int, int, int]:
+    """A trend's data per depth (a column `depth`, each depth's rows its own stack of that
+    many layers): each unit's mean censored log ratio over the part's span of that depth, as
+    a table unit x depth, and the counts of values, censored values and ties. Every unit
+    must be measured at every depth, and there must be two depths (a ValueError naming
+    `where` otherwise)."""
+    if "depth" not in rows:
+        raise ValueError(f"{where}: a trend's data has a column depth (the depth of the model "
+                         "each row was measured in)")
+    scores, values, censored, tied = {}, 0, 0, 0
+    for depth, g in rows.groupby("depth"):
+        table = _Table(g, f"{where}, depth {depth:g}", int(depth))
+        table.check_units()
+        table.check_positions()
+        per_unit, n, c, t = _scores(table.select(g, part.variants, part.span), part.floor)
+        scores[int(depth)] = per_unit
+        values, censored, tied = values + n, censored + c, tied + t
+    if len(scores) < 2:
+        raise ValueError(f"{where}: a trend needs at least two depths; got {sorted(scores)}")
+    wide = pd.DataFrame(scores)
+    lacking = wide.index[wide.isna().any(axis=1)]
+    if len(lacking):
+        raise ValueError(f"{where}: units {_listed(lacking)} are not measured at every depth "
+                         f"({', '.join(map(str, wide.columns))}); measure every unit at every "
+                         "depth, or leave it out")
+    return wide, values, censored, tied
+
+
+def _trend(part: Part, name: str, rows: pd.DataFrame, level: float, where: str) -> Result:
+    """A trend over depths (`trend_scores`): per unit, the least-squares slope of its mean
+    log ratios against log2 of the depth; the t interval of the mean slope over units, as
+    the factor per doubling of depth."""
+    wide, values, censored, tied = trend_scores(part, rows, where)
+    x = np.log2(wide.columns.to_numpy(float))
+    x = x - x.mean()
+    slopes = pd.Series(wide.to_numpy() @ x / (x @ x), index=wide.index)
+    return _result(part, name, _estimate([slopes]), level, values, censored, tied,
+                   (float(slopes.std(ddof=1)),), units=(len(slopes),))
 
 
 def _data_defined(part: Part) -> bool:

@@ -2,13 +2,15 @@
 
     rankcollapse-train --profile full --task mnist --normalization sinkhorn --seed 1 --device cuda
     rankcollapse-train --profile full --task mnist --normalization softmax --seed 0 --variant pure-ln
+    rankcollapse-train --profile ci --task mnist --normalization softmax --seed 0 --depth 12
     rankcollapse-train --profile full --list        # one command line per training
     rankcollapse-train --profile full --all --jobs 4 --device cuda   # all, 4 at a time
 
 Each training writes its model into the shared model cache (`models_dir()`: the
 `--cache-dir` option, else $RANKCOLLAPSE_MODELS, else `.cache/models` in the working
 directory), under the same key the chapters compute (the complete models of chapter 5; with
-`--variant`, chapter 6's models trained as pure attention), so that any scheduler (a
+`--variant`, chapter 6's models trained as pure attention; with `--depth`, the models of
+chapter 6's depth sweep), so that any scheduler (a
 Slurm job array, one process per GPU) can run a profile's trainings in parallel and
 `make book PROFILE=full` then trains only what is missing. Trainings of the same model wait
 for each other; a finished one is loaded, not repeated. `--all --jobs N` (and `run_all`, which
@@ -32,7 +34,7 @@ from tqdm import tqdm
 
 from .devices import DEVICES, resolve_device
 from .normalizations import NORMALIZATIONS
-from .profiles import PROFILES, get_profile
+from .profiles import PROFILES, Profile, Task, get_profile, sweep_task
 from .tasks import PURE, SCRATCH, load_task, train_config
 from .training import train
 
@@ -57,31 +59,50 @@ class Training:
     normalization: str
     seed: int
     variant: str = "complete"
+    depth: int | None = None  # a depth of the profile's depth sweep (its task's model there)
 
     def command(self, device: str = "cuda") -> str:
         variant = "" if self.variant == "complete" else f" --variant {self.variant}"
+        depth = "" if self.depth is None else f" --depth {self.depth}"
         return (f"rankcollapse-train --profile {self.profile} --task {self.task} "
                 f"--normalization {self.normalization} --seed {self.seed} --device {device}"
-                + variant)
+                + variant + depth)
+
+    def task_of(self, settings: Profile) -> Task:
+        """The task this training trains: the profile's, or the depth sweep's at `depth`."""
+        return settings.tasks[self.task] if self.depth is None else \
+            sweep_task(settings, self.depth)
 
 
 def planned(profile: str, variants=VARIANTS) -> list[Training]:
     """Every training the chapters of `profile` need, in their order: chapter 5's complete
     models, then chapter 6's pure ones for the profile's `scratch_tasks` and `scratch_seeds`
-    (only those of `variants`)."""
+    (only those of `variants`), then the depth sweep's (complete) models that chapter 5 has
+    not trained already."""
     settings = get_profile(profile)
     complete = [Training(settings.name, task, name, seed) for task in settings.tasks
                 for name in NORMALIZATIONS for seed in settings.train_seeds]
     pure = [Training(settings.name, task, name, seed, variant) for task in settings.scratch_tasks
             for variant in PURE for name in NORMALIZATIONS for seed in settings.scratch_seeds]
-    return [t for t in complete + pure if t.variant in variants]
+    new = [t for t in swept(settings) if not (t.task_of(settings) == settings.tasks[t.task]
+                                              and t.seed in settings.train_seeds)]
+    return [t for t in complete + pure + new if t.variant in variants]
+
+
+def swept(settings: Profile) -> list[Training]:
+    """Every model of the profile's depth sweep (chapter 6), one per (depth, normalization,
+    seed); none where it has no sweep."""
+    sweep = settings.depth_sweep
+    return [] if sweep is None else [
+        Training(settings.name, sweep.task, name, seed, depth=depth)
+        for depth in sweep.depths for name in NORMALIZATIONS for seed in sweep.seeds]
 
 
 def run(training: Training, device: str = "auto", cache_dir: str | Path | None = None,
         quiet: bool = False):
     """Train (or load) one model into the cache; returns its `TrainResult`."""
     settings = get_profile(training.profile)
-    task = settings.tasks[training.task]
+    task = training.task_of(settings)
     train_data, test_data = load_task(task)
     switches = SCRATCH[PURE[training.variant]] if training.variant in PURE else None
     cfg = train_config(task, train_data, training.normalization, training.seed, settings.n_iter,
@@ -100,7 +121,8 @@ def _worker(threads: int) -> None:
 
 def _train_one(training: Training, device: str, cache_dir: str | Path | None) -> str:
     result = run(training, device, cache_dir, quiet=True)
-    return f"{training.task} {training.normalization} seed {training.seed}: " \
+    depth = "" if training.depth is None else f" depth {training.depth}"
+    return f"{training.task}{depth} {training.normalization} seed {training.seed}: " \
            f"{result.test_accuracy:.3f}"
 
 
@@ -176,6 +198,9 @@ def parser() -> argparse.ArgumentParser:
     cli.add_argument("--variant", choices=VARIANTS, default="complete",
                      help="complete (chapter 5), or pure attention with or without LayerNorm "
                           "(chapter 6)")
+    cli.add_argument("--depth", type=int, default=None,
+                     help="a depth of the profile's depth sweep: its task's model at that "
+                          "depth (chapter 6)")
     cli.add_argument("--cache-dir", type=Path, default=None,
                      help="model cache (default: $RANKCOLLAPSE_MODELS, else .cache/models)")
     return cli
@@ -214,12 +239,22 @@ def _main(cli: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.task not in tasks:
         cli.error(f"unknown task {args.task!r} for profile {args.profile}; valid: "
                   f"{', '.join(tasks)}")
+    if args.depth is not None:
+        try:
+            sweep_task(get_profile(args.profile), args.depth)
+        except ValueError as error:
+            cli.error(str(error))
+        if args.variant != "complete":
+            cli.error("--depth trains the depth sweep's complete models; leave out --variant")
+        if args.task != get_profile(args.profile).depth_sweep.task:
+            cli.error(f"the depth sweep of profile {args.profile} trains task "
+                      f"{get_profile(args.profile).depth_sweep.task!r}; got {args.task!r}")
     try:
         resolve_device(args.device)
     except ValueError as error:
         cli.error(str(error))
-    result = run(Training(args.profile, args.task, args.normalization, args.seed, args.variant),
-                 args.device, args.cache_dir, quiet=True)
+    result = run(Training(args.profile, args.task, args.normalization, args.seed, args.variant,
+                          args.depth), args.device, args.cache_dir, quiet=True)
     state = "loaded from the cache" if result.from_cache else "trained"
     print(f"{args.task} {args.normalization} seed {args.seed}: {state}, test accuracy "
           f"{result.test_accuracy:.4f}, {result.steps} steps")
