@@ -310,8 +310,8 @@ chapter.glue_text({"ch6_c10": f"**{c10.verdict.capitalize()}.** {c10.finding}"})
 # %% [markdown]
 # ## B5: how the advantage changes with depth
 #
-# Rank collapse is a statement about depth, and the paper's models have 24 layers, while
-# chapter 5 trains its models at one depth only. Here one task, {glue:text}`ds_task`, is
+# Rank collapse is a statement about depth, and chapter 5 trains its models at one depth
+# only, the paper's. Here one task, {glue:text}`ds_task`, is
 # trained at {glue:text}`ds_depths` layers, everything else alike: width
 # {glue:text}`ds_width`, {glue:text}`ds_heads` heads, its first {glue:text}`ds_train`
 # training examples for {glue:text}`ds_epochs` epochs, {glue:text}`ds_seeds` seeds per
@@ -370,7 +370,7 @@ chapter.glue_text({"ch6_b5": f"**{b5.verdict.capitalize()}.** {b5.finding}",
 #
 # ```{admonition} What this run can and cannot say
 # :class: warning
-# In the `ci` profile the models are small and trained on stand-in data, with
+# In the `ci` profile the models are narrower than the paper's and trained on stand-in data, with
 # {glue:text}`ch6_train_seeds` seeds per normalization ({glue:text}`ch6_seeds` for the pure
 # models), and B1 trains pure models only for the task its section names: read
 # these answers as a demonstration of each experiment. The `full` profile runs the same
@@ -378,10 +378,11 @@ chapter.glue_text({"ch6_b5": f"**{b5.verdict.capitalize()}.** {b5.finding}",
 # ```
 
 # %% tags=["remove-cell"]
-trained_on = "trained models: " + "; ".join(TITLES.values())
+trained_on = tm.models_data(tasks, TITLES)
 chapter.glue_claims("ch6_claims", [
-    replace(b1, data="models trained on " + "; ".join(TITLES[r] for r in settings.scratch_tasks)),
+    replace(b1, data=tm.models_data(tasks, TITLES, settings.scratch_tasks).replace(
+        "trained models", "models trained as pure attention", 1)),
     replace(b3, data=trained_on), replace(b4, data=trained_on),
     replace(c10, data=trained_on + "; random weights and inputs"),
-    replace(c6d, data="trained models: " + "; ".join(image_tasks.values())), b5],
+    replace(c6d, data=tm.models_data(tasks, TITLES, list(image_tasks))), b5],
     "06_open_questions")

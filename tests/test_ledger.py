@@ -86,7 +86,7 @@ def test_page_findings_and_json_agree(tmp_path):
     assert "demonstrate the method at small scale" in page
     assert "demonstrate the method at small scale" in rows[0]["note"]
     summary = (tmp_path / FINDINGS_PAGE).read_text()
-    assert summary.startswith("The `ci` profile trains small models (6 layers of width 48, 4 "
+    assert summary.startswith("The `ci` profile trains narrower models (6 layers of width 48, 4 "
                               "heads, 3 seeds per task) on stand-in data")
     assert "- **contradicted**: C4a" in summary and ":name:" not in summary
     assert summary.index("demonstrate the method") < summary.index("- **contradicted**")
@@ -379,7 +379,7 @@ def test_claim_blocks_written_out(tmp_path):
         "difference in 0.1%; the best verdict its design reaches where the effect is 1.5× is "
         "*partly reproduced*.")
     registry_lines = _registry_list("ci")
-    assert len(registry_lines) == 28 + 1 and registry_lines[-1] == ""
+    assert len(registry_lines) == 30 + 1 and registry_lines[-1] == ""
     assert registry_lines[0] == (
         "- **C1** · random pure attention: relative residual of the last hidden state, pure "
         "softmax attention (no FFN, no skip) with random weights; –; unit: weight draw; "
@@ -421,7 +421,7 @@ def test_findings_are_one_line_each_on_the_page(tmp_path):
     assert "- **C1** (not testable here): Two lines and spaces." in page(rows, "full")
     assert [r["note"] for r in rows][:1] == [None]
     assert ledger([], "ci")[0]["note"] == (
-        "the `ci` profile trains small models (6 layers of width 48, 4 heads, 3 seeds per "
+        "the `ci` profile trains narrower models (6 layers of width 48, 4 heads, 3 seeds per "
         "task) on stand-in data: its verdicts demonstrate the method at small scale and are "
         "not a test of the paper's experiment (24 layers of width 128, 4 heads), which the "
         "full profile runs at the paper's sizes")

@@ -45,7 +45,7 @@ def halves(table, profile=None):
 
 def test_every_claim_and_question_is_registered_once():
     assert list(CLAIMS)[:3] == ["C1", "C2a", "C3a"] and set(FINDINGS) == {"B1", "B3", "B4",
-                                                                           "C10"}
+                                                                           "B5", "C10"}
     assert "B2" not in CLAIMS  # the mechanism is C6d's test
     for entry in CLAIMS.values():
         names = [p.name for p in entry.parts]
@@ -708,7 +708,8 @@ def test_task_labels_and_family_words():
     assert family_level_words(3) == "98.3% each (3 tests)"
     assert family_level_words(12) == "99.6% each (12 tests)"
     sizes = {"C1": 1, "C2a": 1, "C4a": 3, "C4b": 6, "C4c": 3, "C5": 1, "C6a": 1, "C6c": 6,
-             "C6d": 2, "C7": 1, "C8": 3, "C9": 8, "C10": 11, "B1": 2, "B3": 6, "B4": 3}
+             "C6d": 2, "C7": 1, "C8": 3, "C9": 8, "C10": 11, "B1": 2, "B3": 6, "B4": 3,
+             "B5": 2}
     assert {cid: family(cid, CI) for cid in sizes} == sizes
 
 
@@ -756,7 +757,7 @@ def test_decide_by_each_rule():
 
 
 CLAIM_IDS = ("C1, C2a, C3a, C3b, C3c, C4a, C4b, C4c, C4d, C4e, C5, C6a, C6b, C6c, C6d, C7, C8, "
-             "C9, C10, B1, B3, B4")
+             "C9, C10, B1, B3, B4, B5")
 
 
 def test_claims_written_out():
@@ -827,7 +828,7 @@ def test_claims_markdown_joins_the_rules_it_needs():
 
 def test_registry_rows_written_out():
     table = registry.rows(CI)
-    assert len(table) == 28
+    assert len(table) == 30
     by = {(r["id"], r["part"]): r for r in table}
     assert by["C5", "–"] == {
         "id": "C5", "claim": "the paper's settings: 24 layers, width 128, 4 heads, its three "
@@ -866,6 +867,16 @@ def test_registry_rows_written_out():
     assert by["C6d", "trained models, correlation broken"]["estimate"].endswith(
         "divided by that with inputs mixed")
     assert by["C3b", "random pure stack"]["estimate"] == "smallest bound / measured"
+    assert by["B5", "depth sweep, without skips"] == {
+        "id": "B5", "claim": "how the Sinkhorn advantage in the late layers changes with depth "
+        "(the book's depth sweep)", "part": "depth sweep, without skips", "quantity": HIDDEN
+        + "; the second half of each model's layers, models of each depth trained alike",
+        "where": "layers L/2+1–L; without skip", "unit": "training seed",
+        "estimate": "factor by which Sinkhorn / softmax over the late layers changes per "
+        "doubling of depth", "direction": "either way (a question)",
+        "test": "per unit, the least-squares slope of its mean log ratio Sinkhorn / softmax "
+        "over the span of each depth against log2 of the depth; t interval over units; margin "
+        "1.1", "tasks": ("mnist",), "family": "2"}
 
 
 def test_the_hidden_state_part_helper_defaults():

@@ -14,6 +14,7 @@ def test_every_setting_and_every_task_is_in_the_table():
     for name in LABELS:
         assert f"(`{name}`)" in table
     assert "| 13 values, 10^-4 to 10^0 |" in table  # a LogGrid, in words
+    assert "| `mnist` at 3, 6, 12, 24 layers, seeds 0, 1, 2, 3, 4 |" in table  # a DepthSweep
     ci, full = PROFILES["ci"], PROFILES["full"]
     assert f"| {', '.join(map(str, ci.train_seeds))} | {', '.join(map(str, full.train_seeds))} |" in table
     for role, task in ci.tasks.items():

@@ -26,9 +26,14 @@ def test_list_gives_one_command_per_training(tiny, capsys):
     assert lines == [f"rankcollapse-train --profile tiny --task pairs --normalization {n} "
                      f"--seed {s} --device cpu" for n in ("softmax", "sinkhorn") for s in (3, 4)]
     full, settings = trainings.planned("full"), profiles.PROFILES["full"]
+    sweep = settings.depth_sweep
+    new_depths = [d for d in sweep.depths if d != settings.tasks[sweep.task].depth]
     assert len(full) == (len(settings.tasks) * len(settings.train_seeds)
-                         + 2 * len(settings.scratch_tasks) * len(settings.scratch_seeds)) * 2
-    assert full[-1].command().endswith("--variant pure-no-ln")
+                         + 2 * len(settings.scratch_tasks) * len(settings.scratch_seeds)
+                         + len(new_depths) * len(sweep.seeds)) * 2
+    assert full[-1].command().endswith(f"--seed {sweep.seeds[-1]} --device cuda --depth "
+                                       f"{new_depths[-1]}")
+    assert [t.variant for t in full].index("pure-no-ln") < [t.depth for t in full].index(3)
     pure = trainings.planned("ci", tuple(trainings.PURE))
     assert {t.seed for t in pure} == set(profiles.PROFILES["ci"].scratch_seeds)
     assert {t.variant for t in pure} == set(trainings.PURE)
@@ -39,9 +44,9 @@ def test_trainings_run_side_by_side_in_two_workers(tmp_path, capsys):
     cache; the chapter's own call then loads both, with the same weights as one trained here."""
     import torch
 
-    runs = [trainings.Training("smoke", "cats_dogs", "softmax", seed) for seed in (0, 1)]
+    runs = [trainings.Training("smoke", "mnist", "softmax", seed) for seed in (0, 1)]
     trainings.run_all(runs, jobs=2, device="cpu", cache_dir=tmp_path)
-    task = profiles.PROFILES["smoke"].tasks["cats_dogs"]
+    task = profiles.PROFILES["smoke"].tasks["mnist"]
     found = tm.train_models(task, *tasks.load_task(task), [0, 1], "cpu", 50, cache_dir=tmp_path)
     assert found[("softmax", 0)].from_cache and found[("softmax", 1)].from_cache
     assert not found[("sinkhorn", 0)].from_cache  # only what was asked for was trained
@@ -54,6 +59,24 @@ def test_trainings_run_side_by_side_in_two_workers(tmp_path, capsys):
     for k, v in here.model.state_dict().items():
         assert torch.equal(v, found[("softmax", 0)].model.state_dict()[k]), k
     assert trainings.threads_per_job(1) >= trainings.threads_per_job(2) >= 1
+
+
+def test_the_depth_sweep_trains_each_model_once():
+    """The sweep's models at the depth of chapter 5's task, on its data and schedule, are
+    chapter 5's own (same task, same seeds): planned once, not twice."""
+    settings = profiles.PROFILES["ci-book"]
+    sweep, plan = settings.depth_sweep, trainings.planned("ci-book")
+    assert len(plan) == len(set(plan))
+    shared = [t for t in trainings.swept(settings) if t.task_of(settings) ==
+              settings.tasks[sweep.task] and t.seed in settings.train_seeds]
+    assert shared and not set(shared) & set(plan)
+    assert all(replace(t, depth=None) in plan for t in shared)
+    swept = {(t.depth, t.normalization, t.seed) for t in trainings.swept(settings)}
+    assert len(swept) == len(sweep.depths) * 2 * len(sweep.seeds)
+    assert {t.task_of(settings).depth for t in plan if t.depth} == \
+        set(sweep.depths) - {settings.tasks[sweep.task].depth}
+    with pytest.raises(ValueError, match="sweeps the depths 3, 6, 12, 24; got depth 5"):
+        profiles.sweep_task(settings, 5)
 
 
 def test_jobs_need_all_and_a_positive_count(capsys):

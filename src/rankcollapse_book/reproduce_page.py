@@ -13,7 +13,7 @@ from pathlib import Path
 from rankcollapse.names import TASKS
 from rankcollapse.data import record as dataset_record
 from rankcollapse.files import atomic_write_text
-from rankcollapse.profiles import PROFILES, LogGrid, PreciseStack, Profile
+from rankcollapse.profiles import PROFILES, DepthSweep, LogGrid, PreciseStack, Profile
 
 PROFILES_PART, TIMES_PART = Path("book") / "profiles.md", Path("book") / "times.md"
 LABELS = {  # Profile field -> what it sets (chapter)
@@ -33,6 +33,7 @@ LABELS = {  # Profile field -> what it sets (chapter)
     "scratch_seeds": "training seeds of the pure-attention models (chapter 6)",
     "train_jobs": "trainings run at once, sharing the device (chapters 5, 6)",
     "lipschitz_draws": "random layers per setting, Lipschitz constants (chapter 6)",
+    "depth_sweep": "one task trained at several depths (chapter 6)",
     "collapse_scales": "logit scales of the pure stacks (chapter 1)",
     "collapse_precise": "high-precision pure stack (chapter 1)",
     "layernorm_ranks": "affine ranks of the token sets, LayerNorm check (chapter 1)",
@@ -66,6 +67,13 @@ def _value(profile: Profile, name: str) -> str:
         return f"{value.points} values, 10^{value.low:g} to 10^{value.high:g}"
     if isinstance(value, PreciseStack):
         return f"{value.depth} layers, n = {value.n_tokens}, {value.digits} digits"
+    if isinstance(value, DepthSweep):
+        changed = "".join(f", {label} {v:,}" for label, v in (
+            ("first training examples", value.train_limit), ("epochs", value.epochs)) if v)
+        return (f"`{value.task}` at {', '.join(map(str, value.depths))} layers, seeds "
+                f"{', '.join(map(str, value.seeds))}{changed}")
+    if value is None:
+        return "none"
     return ", ".join(map(str, value)) if isinstance(value, tuple) else str(value)
 
 

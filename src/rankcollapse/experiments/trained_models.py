@@ -53,6 +53,23 @@ def task_titles(data: dict[str, tuple[Dataset, Dataset]]) -> dict[str, str]:
             for role, (train, _) in data.items()}
 
 
+def one_size(tasks: dict[str, Task], size: str) -> str:
+    """The tasks' `size` (a field of `Task`, e.g. 'depth'): '24' where all share it, else each
+    value once, in order ('6 or 24')."""
+    values = sorted({getattr(t, size) for t in tasks.values()})
+    return " or ".join(f"{v:g}" for v in values)
+
+
+def models_data(tasks: dict[str, Task], titles: dict[str, str], roles=None) -> str:
+    """What a claim's trained models are, for the ledger's data column: 'trained models:
+    MNIST digits (...), 24 layers of width 48 on the first 2,000 training examples; ...'
+    (`roles`: the tasks named, default all)."""
+    return "trained models: " + "; ".join(
+        f"{titles[r]}, {tasks[r].depth} layers of width {tasks[r].d_model}"
+        + (f" on the first {tasks[r].train_limit:,} training examples"
+           if tasks[r].train_limit else "") for r in (roles or tasks))
+
+
 def train_models(task: Task, train_data: Dataset, test_data: Dataset, seeds, device: str,
                  n_iter: int = 50, cache_dir=None) -> dict[tuple[str, int], TrainResult]:
     """One model per (normalization, seed), trained or loaded from the model cache

@@ -1,0 +1,98 @@
+"""The depth sweep (B5): its registered trend against an independent least-squares fit, its
+errors, and its every path under the `smoke` and `full-smoke` profiles without Jupyter."""
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rankcollapse import profiles
+from rankcollapse.experiments import depth_sweep
+from rankcollapse.experiments.depth_sweep.experiment import finding_data, late_table
+from rankcollapse.registry import registered, run
+
+DEPTHS = (3, 6, 12, 24)
+
+
+def hidden_table(log_ratio, seeds=5, inputs=3):
+    """Synthetic hidden-state residuals: softmax 0.1 everywhere, Sinkhorn 0.1 * exp of
+    `log_ratio(depth, seed, layer)` in every input, for both swept variants."""
+    rows = []
+    for depth in DEPTHS:
+        for seed in range(seeds):
+            for variant in depth_sweep.SWEPT_VARIANTS:
+                for layer in range(depth + 1):
+                    for i in range(inputs):
+                        r = log_ratio(depth, seed, layer) if variant == "full model" else 0.0
+                        rows += [dict(depth=depth, seed=seed, variant=variant, layer=layer,
+                                      sample=i, normalization="softmax", residual=0.1),
+                                 dict(depth=depth, seed=seed, variant=variant, layer=layer,
+                                      sample=i, normalization="sinkhorn",
+                                      residual=0.1 * np.exp(r))]
+    return pd.DataFrame(rows)
+
+
+def test_the_trend_is_the_mean_least_squares_slope_per_doubling():
+    """Per seed, np.polyfit of the late layers' mean log ratio against log2 depth; the
+    estimate is exp of the seeds' mean slope, the factor per doubling of depth."""
+    gen = np.random.default_rng(3)
+    noise = {(d, s, l): gen.normal(0, 0.05) for d in DEPTHS for s in range(5)
+             for l in range(d + 1)}
+    slope = {s: 0.2 + 0.05 * s for s in range(5)}
+
+    def log_ratio(depth, seed, layer):
+        return slope[seed] * np.log2(depth) + noise[depth, seed, layer]
+
+    data = finding_data(hidden_table(log_ratio), "mnist")
+    settings = replace(profiles.PROFILES["ci-book"],
+                       depth_sweep=profiles.DepthSweep("mnist", DEPTHS, tuple(range(5))))
+    with_skips, without = (run("B5", p.name, data, settings, {"mnist": "MNIST"})
+                           for p in registered("B5").parts)
+    fitted = []
+    for s in range(5):
+        late = [np.mean([log_ratio(d, s, l) for l in range(d // 2 + 1, d + 1)]) for d in DEPTHS]
+        fitted.append(np.polyfit(np.log2(DEPTHS), late, 1)[0])
+    assert with_skips[0].number == pytest.approx(np.exp(np.mean(fitted)), rel=1e-9)
+    assert with_skips[0].found == "more"  # about 1.4 per doubling: far outside 1.1
+    assert without[0].number == pytest.approx(1.0) and without[0].found == "parity"
+    late = late_table(data, "MNIST")
+    assert list(late["depth"][late["variant"] == "full model"]) == list(DEPTHS)
+    assert list(late["layers"][:2]) == ["2–3", "4–6"]
+
+
+def test_a_seed_missing_at_one_depth_is_refused():
+    data = finding_data(hidden_table(lambda d, s, l: 0.0), "mnist")
+    data = data[~((data["depth"] == 12) & (data["unit"] == 4))]
+    settings = replace(profiles.PROFILES["ci-book"],
+                       depth_sweep=profiles.DepthSweep("mnist", DEPTHS, tuple(range(5))))
+    with pytest.raises(ValueError, match=r"units \[4\] are not measured at every depth "
+                                         r"\(3, 6, 12, 24\)"):
+        run("B5", registered("B5").parts[0].name, data, settings, {"mnist": "MNIST"})
+
+
+def test_a_sweep_needs_two_depths_and_a_task_of_the_profile():
+    with pytest.raises(ValueError, match="at least two depths"):
+        profiles.DepthSweep("mnist", (24,), (0, 1))
+    with pytest.raises(ValueError, match="the depth sweep's task 'text' is not one of its"):
+        replace(profiles.PROFILES["ci-book"], depth_sweep=profiles.DepthSweep("text", DEPTHS, (0,)))
+    with pytest.raises(ValueError, match="has no depth sweep"):
+        depth_sweep.run(replace(profiles.PROFILES["ci-book"], depth_sweep=None), "cpu")
+
+
+@pytest.mark.parametrize("name", ["smoke", "full-smoke"])
+def test_every_path_runs_under_the_walk_profiles(name, tmp_path):
+    """Trains the walk profile's sweep (tiny data, one epoch) into a fresh cache and returns
+    every table, the figure's data, the glue and the claim: numbers that mean nothing, a path
+    that runs."""
+    settings = profiles.PROFILES[name]
+    sweep = depth_sweep.run(settings, "cpu", cache_dir=tmp_path)
+    depths = settings.depth_sweep.depths
+    assert sorted(sweep.training["depth"].unique()) == sorted(depths)
+    assert set(sweep.ratios["depth"]) == set(depths)
+    assert sweep.ratios["relative"].between(0, 1).all()
+    assert len(sweep.results) == 2 and sweep.claim.id == "B5"
+    assert set(sweep.late["depth"]) == set(depths)
+    fig = depth_sweep.ratio_by_depth(sweep.ratios)
+    assert len(fig.axes) >= 2
+    assert sweep.glue["ds_seeds"] == len(settings.depth_sweep.seeds)
