@@ -357,9 +357,9 @@ chapter.show(plots.ratio_panels(random_adv.assign(setting=random_adv["normalizat
 attention_claims = tm.trained_attention_claims(analysis.attention, TITLES, settings)
 
 # The logit scale is the quantity that decides whether the two normalizations can differ at
-# all (chapter 3: they agree to first order while it is small). Per task, normalization and
-# layer, the median over test inputs and seeds of the standard deviation of the logits over
-# real token pairs:
+# all (chapter 3: they agree to first order while it is small). One row per layer, one
+# column per task and normalization: the median over test inputs and seeds of the standard
+# deviation of the logits over real token pairs:
 
 # %%
 tm.logit_scales(analysis.attention, TITLES).style.format("{:.2f}")

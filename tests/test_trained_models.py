@@ -279,8 +279,9 @@ def test_logit_scales_are_medians_per_task_normalization_and_layer():
             for s, v in enumerate((base * layer, base * layer + 1, base * layer + 5))]
     table = pd.DataFrame(rows)
     wide = logit_scales(table, {"t": "T"})
-    assert list(wide.index) == ["T, softmax", "T, Sinkhorn"]
-    assert wide.loc["T, Sinkhorn", "layer 2"] == 5.0 and wide.loc["T, softmax", "layer 1"] == 2.0
+    assert list(wide.columns) == ["T, softmax", "T, Sinkhorn"]
+    assert list(wide.index) == ["layer 1", "layer 2"]
+    assert wide.loc["layer 2", "T, Sinkhorn"] == 5.0 and wide.loc["layer 1", "T, softmax"] == 2.0
     assert scale_words(table, {"t": "T"}) == "T: softmax 2–3, Sinkhorn 3–5"
 
 

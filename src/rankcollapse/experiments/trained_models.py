@@ -228,11 +228,11 @@ def _layer_scales(attention: pd.DataFrame) -> pd.Series:
 
 def logit_scales(attention: pd.DataFrame, titles: dict[str, str]) -> pd.DataFrame:
     """The trained logit scale (`_layer_scales`, from `attention_statistics`): one row per
-    task and normalization, one column per layer."""
+    layer, one column per task and normalization (a deep stack reads down the page)."""
     wide = _layer_scales(attention).unstack("layer")
     wide.index = [f"{titles[t]}, {display(n)}" for t, n in wide.index]
     wide.columns = [f"layer {c}" for c in wide.columns]
-    return wide
+    return wide.T
 
 
 def scale_words(attention: pd.DataFrame, titles: dict[str, str]) -> str:
