@@ -131,3 +131,23 @@ def test_a_chapter_box_gives_a_claim_verdict_only_for_whole_claims():
                                "agree with the paper | random logits · σ = 1 |")
     assert "reproduced" not in lines[5]  # C9's verdict is the ledger's, from both parts
     assert lines[-1].startswith("How tests are decided: see {ref}`verdict-rules`")
+
+
+def test_a_power_of_ten_takes_no_second_times_sign():
+    from rankcollapse_book.summary import _ratio
+
+    r = {"number": 2.86e4, "low": 38.1, "high": 2.15e7}
+    assert _ratio(r) == "2.86×10⁴, 38.1–2.15×10⁷"
+    assert _ratio({"number": 10.0, "low": 1.5, "high": 20.0}) == "10×, 1.50–20"
+
+
+def test_the_depth_sweeps_trend_in_words_about_the_advantage():
+    b5 = {"id": "B5", "verdict": "Sinkhorn higher in part", "results": [
+        result("depth sweep, with skips", MNIST, "more", 1.2, 1.0, 1.44),
+        result("depth sweep, without skips", MNIST, "undecided", 0.65, 0.2, 2.0)]}
+    said = sentences(rows() + [b5], "ci")
+    assert said[-1] == (
+        "Across depths, in the book's depth sweep (MNIST digits, models of 3, 6, 12 and 24 "
+        "layers trained alike), Sinkhorn / softmax over the second half of the layers, per "
+        "doubling of depth: with skips, the advantage grows with depth (1.20×, 1–1.44 per "
+        "doubling); without skips, undecided (B5).")

@@ -317,3 +317,18 @@ def test_a_plateaued_model_below_the_baseline_is_not_called_undertrained():
     rising = convergence_sentence(table.assign(**{"last-epochs gain": [-0.042, 0.01]}))
     assert ("The held-out loss rises over the last epochs on T, softmax (-4.2%) (median over "
             "seeds): those models overfit there") in rising and "C, softmax (+" not in rising
+
+def test_the_ledger_data_names_each_tasks_depth_width_and_examples():
+    from rankcollapse.experiments.trained_models import models_data, one_size
+    from rankcollapse.profiles import Task
+
+    small = dict(d_model=48, n_heads=4, d_ff=96, epochs=1, batch_size=8, lr=1e-3,
+                 warmup_steps=1)
+    tasks = {"a": Task("mnist10k", depth=24, train_limit=2000, **small),
+             "b": Task("retrieval", depth=6, **small)}
+    assert models_data(tasks, {"a": "A", "b": "B"}) == (
+        "trained models: A, 24 layers of width 48 on the first 2,000 training examples; "
+        "B, 6 layers of width 48")
+    assert models_data(tasks, {"a": "A", "b": "B"}, ["b"]) == \
+        "trained models: B, 6 layers of width 48"
+    assert one_size(tasks, "depth") == "6 or 24" and one_size(tasks, "d_model") == "48"

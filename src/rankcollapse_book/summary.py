@@ -6,7 +6,8 @@ hidden-state rank in trained models and by how much (C4a), how that advantage be
 against late and with skips against without (C4b, C4c), what the attention output and the
 attention products show (C4d, C4e) and what becomes of accuracy (C8), what products of
 independent random matrices show (C6a), and what swapping the normalization at inference
-does to the same weights (B3). Tasks are named short ('MNIST digits'); the data each stands
+does to the same weights (B3), and how the advantage changes with depth in the book's depth
+sweep (B5). Tasks are named short ('MNIST digits'); the data each stands
 for is said once, after the caveat (`data_sentence`). The conclusion that the advantage is
 learned by the weights, not imposed by the normalization, is stated only where the numbers
 say so (`learned`). Before them, where the profile is not the paper's, the caveat
@@ -54,6 +55,15 @@ PAPER_PARITY = {"agrees": "as the paper reports (essentially the same rank decay
                 "against": "where the paper reports essentially the same rank decay",
                 "opposite": "where the paper reports essentially the same rank decay",
                 "undecided": "so the paper's parity can be neither confirmed nor refuted"}
+# The depth sweep (B5): how Sinkhorn / softmax over the late layers changes per doubling of
+# depth, in words about the advantage.
+GROWS = {"more": "the advantage grows with depth", "less": "the advantage shrinks with depth",
+         "parity": "the advantage stays within a factor {margin:g} per doubling",
+         "not more": "the advantage does not grow by the margin",
+         "not less": "the advantage does not shrink by the margin", "undecided": "undecided"}
+DEPTH_SAID = ("Across depths, in the book's depth sweep ({task}, models of {depths} layers "
+              "trained alike), Sinkhorn / softmax over the second half of the layers, per "
+              "doubling of depth: {found} (B5).")
 LEARNED = ("On the Sinkhorn-trained weights of the {size}, swapping to softmax at inference "
            "leaves the rank at parity on {swapped}, while Sinkhorn- and softmax-trained models differ "
            "there (C4a): consistent with the weights, not the normalization, carrying the "
@@ -115,9 +125,12 @@ def joined(items: list[str]) -> str:
 
 
 def _ratio(r: dict) -> str:
-    """'1.14×, 1.04–1.25': a test's ratio with its interval."""
+    """'1.14×, 1.04–1.25': a test's ratio with its interval ('2.86×10⁴, 38.1–2.15×10⁷': a
+    power of ten takes no second ×)."""
     interval = f", {readable(r['low'])}–{readable(r['high'])}" if has_interval(r) else ""
-    return f"{readable(r['number'])}×{interval}"
+    number = readable(r["number"])
+    power = any(c in number for c in "⁰¹²³⁴⁵⁶⁷⁸⁹")
+    return number + ("" if power else "×") + interval
 
 
 def _named(r: dict, number: bool = False) -> str:
@@ -231,16 +244,31 @@ def _swap(rows: dict[str, dict], settings: Profile) -> str | None:
     return IMPOSED.format(size=models_words(settings), imposed=named)
 
 
+def _depth_trend(rows: dict[str, dict], settings: Profile) -> str | None:
+    """What the depth sweep (B5) found, each inference variant's trend in words about the
+    advantage: 'with skips, it grows with depth (1.20×, 1.00–1.44 per doubling)'."""
+    tests, sweep = _tests(rows, "B5"), settings.depth_sweep
+    if not tests or sweep is None:
+        return None
+    found = "; ".join(
+        f"{r['part'].removeprefix('depth sweep, ')}, "
+        + GROWS[r["found"]].format(margin=1 + r.get("margin", MARGIN))
+        + (f" ({_ratio(r)} per doubling)" if r["found"] in ("more", "less") else "")
+        for r in tests)
+    return DEPTH_SAID.format(task=short_task(tests[0]["task"]),
+                             depths=joined([str(d) for d in sweep.depths]), found=found)
+
+
 def sentences(rows: list[dict], profile: str) -> list[str]:
     """The summary, sentence by sentence: the caveat (where the profile is not the
     paper's) and the tasks' data, then what C4a, C4b and C4c, C4d and C4e, C8, C6a and B3
-    found, each where it was tested."""
+    found, and the depth sweep's trend (B5), each where it was tested."""
     settings, by_id = get_profile(profile), {r["id"]: r for r in rows}
     said = [caveat(profile), data_sentence(by_id), _advantage(by_id, settings),
             _variation(by_id, settings, "C4b", EARLY_SAID),
             _variation(by_id, settings, "C4c", SKIPS_SAID),
             *(_beyond(by_id, settings, claim_id) for claim_id in BEYOND),
-            _random(by_id, settings), _swap(by_id, settings)]
+            _random(by_id, settings), _swap(by_id, settings), _depth_trend(by_id, settings)]
     said = [s for s in said if s]
     if said and said[0] == caveat(profile):
         said[0] = said[0][0].upper() + said[0][1:] + "."
