@@ -14,8 +14,9 @@
 # # Rank decay in trained Transformers
 #
 # This is the paper's headline experiment {cite}`lapenna2026sinkhorn`. It trains the same Transformer twice, once with
-# softmax and once with Sinkhorn attention, on a text task and two image tasks (and, this
-# book's addition, on a retrieval task whose attention must be sharp), and then measures how
+# softmax and once with Sinkhorn attention, on the profile's tasks (the paper's: a text task
+# and two image tasks; this book adds a retrieval task whose attention must be sharp; the
+# first table names those this run trains), and then measures how
 # fast the token representations lose rank with depth inside the trained models.
 # The paper reports that **the residual stays higher under Sinkhorn than under softmax, most
 # visibly in the early layers and with skip connections**. It measures two things separately:
@@ -84,12 +85,12 @@ pd.DataFrame([{"task": names.TASKS[role], "dataset": train.source, "train / test
 # :class: note
 # The paper's training hyper-parameters, image resolution for Cats and Dogs, LayerNorm
 # placement and tokenizer are not known to us. Ours: pre-LayerNorm blocks (stable at depth
-# without warm-up tricks), a word-level tokenizer built from the training split, a `<cls>`
+# without warm-up tricks), for text a word-level tokenizer built from the training split, a `<cls>`
 # token whose final state feeds a linear classifier, AdamW with linear warm-up and cosine
 # decay, no dropout. LayerNorm stays on in every inference variant (the paper switches off
 # only the FFN and the skip connections). The `full` profile's epochs, batch sizes, learning
 # rates and warm-up are ours too, as is the 128 × 128
-# resolution for Cats and Dogs. The paper's abstract speaks of "sentiment analysis"; the
+# resolution for Cats and Dogs (where a profile trains them). The paper's abstract speaks of "sentiment analysis"; the
 # text dataset it names, AG's News, is 4-class *topic* classification, which is what the
 # `full` profile trains. The models train in float32 and are analysed in
 # float64 (a copy with the same weights), so that residuals can fall to about $10^{-15}$
@@ -114,7 +115,7 @@ pd.DataFrame([{"task": names.TASKS[role], "dataset": train.source, "train / test
 # model that finds the match (the table of accuracies below). The same
 # architecture and optimizer are trained on it, and every claim below is tested on it as on
 # the paper's tasks; it is generated from fixed seeds, so it needs no download. One choice
-# differs from the other tasks: its models **start sharp**. Their query and key weights are
+# differs from the paper's tasks: its models **start sharp**. Their query and key weights are
 # drawn as for chapter 1's random layers, at logit scale {glue:text}`ch5_sharp_start`,
 # instead of PyTorch's default initialisation (logit scale about 0.3), so that training
 # starts where the two normalizations differ; the logit-scale table below shows where it

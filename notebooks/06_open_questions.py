@@ -338,7 +338,10 @@ names.readable(by_depth.training).style.format(
 # %% [markdown]
 # Test accuracy per depth (mean over seeds, and the lowest), how many seeds meet chapter 5's
 # plateau criterion, and the trained logit scale (median standard deviation of the logits,
-# lowest and highest layer).
+# lowest and highest layer). The models of each depth are trained alike, but they need not
+# end alike: where the accuracy or the logit scale changes with depth, so does more than the
+# number of layers, and the trend below is that of the models as trained, not of depth
+# alone. The deepest models are chapter 5's own.
 
 # %% mystnb={"figure": {"caption": "Ratio Sinkhorn / softmax of the hidden-state residual against the relative depth layer / L, one curve per depth L (colours), with skip connections (complete models, left) and without (right, on a scale of its own): geometric mean over training seeds with its Student t interval (simultaneous 95% over the layers of each curve); grey band: the parity margin. Compare the curves' right-hand ends: if the deeper models' curves end higher, Sinkhorn's late-layer advantage grows with depth.", "name": "fig-depth-sweep"}}
 chapter.show(depth_sweep.ratio_by_depth(by_depth.ratios), "fig-depth-sweep", by_depth.ratios)

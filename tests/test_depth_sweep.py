@@ -96,3 +96,16 @@ def test_every_path_runs_under_the_walk_profiles(name, tmp_path):
     fig = depth_sweep.ratio_by_depth(sweep.ratios)
     assert len(fig.axes) >= 2
     assert sweep.glue["ds_seeds"] == len(settings.depth_sweep.seeds)
+
+
+def test_late_layers_tied_at_the_floor_say_so():
+    """Both normalizations at the rounding floor in the late layers: no parity is read."""
+    from rankcollapse.experiments.depth_sweep.experiment import TIED
+    from rankcollapse.measures import FLOOR
+
+    table = hidden_table(lambda d, s, l: 0.0)
+    deep = (table["variant"] == "without skip") & (table["layer"] > 0)
+    table.loc[deep, "residual"] = FLOOR / 10
+    late = late_table(finding_data(table, "mnist"), "MNIST")
+    assert set(late["found"][late["variant"] == "without skip"]) == {TIED}
+    assert set(late["found"][late["variant"] == "full model"]) == {"parity"}

@@ -487,8 +487,9 @@ def task_panels(summary: pd.DataFrame, titles: dict[str, str], ylabel: str,
             band_from_summary(ax, g, color=NORMALIZATION_COLORS[name],
                               linestyle=shown[variant], label=f"{display(name)}, {variant}")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        first_col = ax.get_subplotspec().is_first_col() and len(groups) == 1
         ax.set(xlabel=xlabel if ax.get_subplotspec().is_last_row() else "",
-               ylabel=ylabel if ax.get_subplotspec().is_first_col() else "")
+               ylabel=ylabel if first_col else "")
         width = WIDTH / (len(groups) if len(groups) > 1 else min(2, len(titles)))
         ax.set_title(wrap_title(titles[task], width), fontsize="small")
     for column, shown in zip(columns, groups.values()):
@@ -497,7 +498,8 @@ def task_panels(summary: pd.DataFrame, titles: dict[str, str], ylabel: str,
                                 most=4 if len(groups) > 1 else 6):
             for ax in column:
                 floor_line(ax, floor)
-    if len(groups) > 1:
+    if len(groups) > 1:  # one label for every row: a label per row overlaps its neighbours
+        fig.supylabel(ylabel)
         for ax, title in zip(columns, groups):
             ax[0].set_title(f"{title}\n{ax[0].get_title()}", fontsize="small")
     # colours name the normalizations, line styles the variants: one entry each

@@ -21,7 +21,8 @@ from rankcollapse.stats import MARGIN, WORDS
 from rankcollapse_book.outcomes import (has_interval, readable, short_task, shown_results,
                                         task_legend)
 
-DEMONSTRATION = ("the {profile} profile trains narrower models ({size}, {seeds} seeds per task) "
+DEMONSTRATION = ("the {profile} profile trains narrower models ({size}, {seeds} seeds per "
+                 "normalization and task) "
                  "on stand-in data: its verdicts demonstrate the method at small scale and "
                  "are not a test of the paper's experiment ({paper}), which the full profile "
                  "runs at the paper's sizes")

@@ -24,6 +24,7 @@ from ..trained_models import PLATEAU, VARIANTS, attention_statistics, task_title
 SWEPT_VARIANTS = {"full model": "with skip connections",
                   "without skip": "without skip connections"}
 FINDING = "B5"
+TIED = "most seeds tied at the rounding floor"  # a depth whose late layers cannot tell
 FIGURE = "fig-depth-sweep"
 
 
@@ -55,7 +56,7 @@ class Sweep:
         """`late` with the reader's headers and words."""
         return self.late.assign(
             variant=self.late["variant"].map(SWEPT_VARIANTS),
-            found=self.late["found"].map(WORDS)).drop(columns="level").rename(columns={
+            found=self.late["found"].map(lambda f: WORDS.get(f, f))).drop(columns="level").rename(columns={
                 "variant": "inference", "layers": "late layers", "ratio": "Sinkhorn / softmax",
                 "low": "interval low", "high": "interval high"})
 
@@ -108,7 +109,9 @@ def finding_data(hidden: pd.DataFrame, task: str) -> pd.DataFrame:
 def late_table(data: pd.DataFrame, task: str) -> pd.DataFrame:
     """Per variant and depth, Sinkhorn / softmax over the second half of the layers: the
     mean over seeds of the registered test's per-seed log ratios (`registry.trend_scores`),
-    with t intervals simultaneous over the depths of each variant (description)."""
+    with t intervals simultaneous over the depths of each variant (description); where more
+    than half of those layers' values are tied at the rounding floor under both
+    normalizations, `found` says so (`TIED`) instead of what the interval found."""
     rows = []
     for part in registered(FINDING).parts:
         variant = part.variants[0]
@@ -118,9 +121,13 @@ def late_table(data: pd.DataFrame, task: str) -> pd.DataFrame:
             est = paired_estimate(wide[depth].to_numpy())
             ratio, low, high = est.interval(level)
             layers = LATE.positions(depth)
+            late = data[(data["variant"] == variant) & (data["depth"] == depth)
+                        & data["position"].isin(layers)]
+            tied = ((late["softmax"] <= part.floor) & (late["sinkhorn"] <= part.floor)).mean()
             rows.append({"variant": variant, "depth": depth,
                          "layers": f"{layers[0]}–{layers[-1]}", "ratio": ratio, "low": low,
-                         "high": high, "level": level, "found": found_of(ratio, low, high)})
+                         "high": high, "level": level,
+                         "found": TIED if tied > 0.5 else found_of(ratio, low, high)})
     return pd.DataFrame(rows)
 
 
@@ -150,16 +157,16 @@ def run(settings: Profile, device: str = "auto", cache_dir=None, quiet: bool = T
     depths = ", ".join(map(str, sweep.depths[:-1])) + f" and {sweep.depths[-1]}"
     said = "; ".join(
         f"{SWEPT_VARIANTS[part.variants[0]]}, " + results_sentence(
-            [r for r in tested if r.part == part.name], "seeds", part.estimate())
+            [r for r in tested if r.part == part.name], "seeds", part.estimate()).rstrip(".")
         for part in registered(FINDING).parts)
     claim = Claim.of(FINDING, tested, f"{title}, its first {len(train_data):,} training "
                      f"examples, models of {depths} layers of width {base.d_model} trained "
                      f"alike ({base.epochs} epochs, {len(sweep.seeds)} seeds per "
-                     f"normalization); per doubling of depth: {said}", figure=FIGURE,
+                     f"normalization); per doubling of depth: {said}.", figure=FIGURE,
                      data=f"depth sweep: {title}")
     glue = {"ds_task": title, "ds_depths": depths, "ds_seeds": len(sweep.seeds),
             "ds_width": base.d_model, "ds_heads": base.n_heads, "ds_epochs": base.epochs,
-            "ds_train": len(train_data), "ds_inputs": min(settings.n_eval, len(tests))}
+            "ds_train": f"{len(train_data):,}", "ds_inputs": min(settings.n_eval, len(tests))}
     return Sweep(training_table(results, attention), hidden, ratios, late_table(data, title),
                  tested, claim, title, data_note(settings), glue)
 
