@@ -39,7 +39,8 @@ def rows(c4a=("more", "parity"), swap=("parity", "parity"), c6a="less"):
 def test_the_sentences_written_out():
     said = sentences(rows(), "ci")
     assert said[0].startswith("The `ci` profile trains narrower models (6 layers of width 48, 4 "
-                              "heads, 3 seeds per task) on stand-in data: its verdicts")
+                              "heads, 3 seeds per normalization and task) on stand-in data: its "
+                              "verdicts")
     assert said[1] == ("Tasks, as named below: MNIST digits (stand-in: 10,000 MNIST digits); "
                        "Cats and Dogs (stand-in: shirts).")
     assert said[2] == (
