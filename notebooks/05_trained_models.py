@@ -134,8 +134,8 @@ pd.DataFrame([{"task": names.TASKS[role], "dataset": train.source, "train / test
 # data and code: re-executing this chapter reuses the trained models.
 
 # %% tags=["hide-output"]
-trainings.run_all(trainings.planned(settings.name, ("complete",)), settings.train_jobs,
-                  chapter.device)  # the missing ones, side by side
+trainings.run_all(trainings.planned(settings.name, ("complete",), sweep=False),
+                  settings.train_jobs, chapter.device)  # the missing ones, side by side
 results = {role: tm.train_models(task, *data[role], settings.train_seeds, chapter.device,
                                  settings.n_iter) for role, task in tasks.items()}
 accuracy = tm.accuracy_table(results)

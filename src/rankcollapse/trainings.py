@@ -74,18 +74,18 @@ class Training:
             sweep_task(settings, self.depth)
 
 
-def planned(profile: str, variants=VARIANTS) -> list[Training]:
+def planned(profile: str, variants=VARIANTS, sweep: bool = True) -> list[Training]:
     """Every training the chapters of `profile` need, in their order: chapter 5's complete
     models, then chapter 6's pure ones for the profile's `scratch_tasks` and `scratch_seeds`
-    (only those of `variants`), then the depth sweep's (complete) models that chapter 5 has
-    not trained already."""
+    (only those of `variants`), then (unless `sweep` is False: chapter 5 trains only its
+    own) the depth sweep's models that chapter 5 has not trained already."""
     settings = get_profile(profile)
     complete = [Training(settings.name, task, name, seed) for task in settings.tasks
                 for name in NORMALIZATIONS for seed in settings.train_seeds]
     pure = [Training(settings.name, task, name, seed, variant) for task in settings.scratch_tasks
             for variant in PURE for name in NORMALIZATIONS for seed in settings.scratch_seeds]
-    new = [t for t in swept(settings) if not (t.task_of(settings) == settings.tasks[t.task]
-                                              and t.seed in settings.train_seeds)]
+    new = [t for t in swept(settings) if sweep and not (
+        t.task_of(settings) == settings.tasks[t.task] and t.seed in settings.train_seeds)]
     return [t for t in complete + pure + new if t.variant in variants]
 
 
