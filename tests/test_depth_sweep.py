@@ -109,3 +109,53 @@ def test_late_layers_tied_at_the_floor_say_so():
     late = late_table(finding_data(table, "mnist"), "MNIST")
     assert set(late["found"][late["variant"] == "without skip"]) == {TIED}
     assert set(late["found"][late["variant"] == "full model"]) == {"parity"}
+
+
+def null_sweep(rng: np.random.Generator, seeds: int = 5, correlation: float = 0.9,
+               tails: float | None = None) -> pd.DataFrame:
+    """B5's registered data with no trend at all: each seed's log ratio has a level of its own
+    (the same at every depth, sign flipped at random), each (seed, depth) model an offset of
+    its own (separate trainings), and its layers noise correlated from one layer to the next
+    (AR(1) with `correlation`); Student t draws with `tails` degrees of freedom where given
+    (heavy tails), normal ones otherwise."""
+    draw = (lambda size: rng.standard_t(tails, size)) if tails else rng.standard_normal
+    level = 0.4 * rng.choice([-1.0, 1.0], seeds) * np.abs(draw(seeds))
+    frames = []
+    for depth in DEPTHS:
+        offset = 0.15 * draw(seeds)
+        for variant in depth_sweep.SWEPT_VARIANTS:
+            layers = np.empty((seeds, depth))
+            layers[:, 0] = draw(seeds)
+            for layer in range(1, depth):
+                layers[:, layer] = (correlation * layers[:, layer - 1]
+                                    + np.sqrt(1 - correlation**2) * draw(seeds))
+            logs = level[:, None] + offset[:, None] + 0.1 * layers
+            unit, position = np.meshgrid(np.arange(seeds), np.arange(1, depth + 1),
+                                         indexing="ij")
+            frames.append(pd.DataFrame({
+                "task": "mnist", "depth": depth, "variant": variant, "unit": unit.ravel(),
+                "position": position.ravel(), "softmax": 0.1,
+                "sinkhorn": 0.1 * np.exp(logs.ravel())}))
+    return pd.concat(frames, ignore_index=True)
+
+
+@pytest.mark.parametrize("seeds, correlation, tails", [(5, 0.9, None), (5, 0.0, None),
+                                                       (3, 0.9, 3.0), (8, 0.5, 3.0)])
+def test_the_trend_rule_finds_no_trend_in_at_most_five_percent_of_null_sweeps(
+        seeds, correlation, tails):
+    """The false-positive rate of B5's rule, through the real registered test (`run` of both
+    parts, the family of two): sweeps in which the advantage does not change with depth at
+    all, whatever each seed's level. A run counts as a false finding when either part finds
+    the late-layer ratio growing or shrinking with depth beyond the margin."""
+    rng = np.random.default_rng(seeds * 10 + int(correlation * 10))
+    settings = replace(profiles.PROFILES["ci-book"],
+                       depth_sweep=profiles.DepthSweep("mnist", DEPTHS, tuple(range(seeds))))
+    runs, hits = 200, 0
+    for _ in range(runs):
+        data = null_sweep(rng, seeds, correlation, tails)
+        found = [r.found for p in registered("B5").parts
+                 for r in run("B5", p.name, data[data["variant"] == p.variants[0]], settings)]
+        hits += any(f in ("more", "less") for f in found)
+    print(f"B5's rule on null sweeps ({seeds} seeds, correlation {correlation}, tails "
+          f"{tails}): {hits / runs:.1%} false findings")
+    assert hits / runs <= 0.05
