@@ -752,23 +752,23 @@ def run(claim_id: str, part_name: str, data: pd.DataFrame, profile: Profile,
 
 
 def trend_scores(part: Part, rows: pd.DataFrame, where: str
-                 ) -> tuple[pd.DataFrame, int, int, int]:
+                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """A trend's data per depth (a column `depth`, each depth's rows its own stack of that
     many layers): each unit's mean censored log ratio over the part's span of that depth, as
-    a table unit x depth, and the counts of values, censored values and ties. Every unit
-    must be measured at every depth, and there must be two depths (a ValueError naming
-    `where` otherwise)."""
+    a table unit x depth, and per depth the counts of `values`, `censored` values and
+    `tied` pairs (a table depth x count). Every unit must be measured at every depth, and
+    there must be two depths (a ValueError naming `where` otherwise)."""
     if "depth" not in rows:
         raise ValueError(f"{where}: a trend's data has a column depth (the depth of the model "
                          "each row was measured in)")
-    scores, values, censored, tied = {}, 0, 0, 0
+    scores, counts = {}, {}
     for depth, g in rows.groupby("depth"):
         table = _Table(g, f"{where}, depth {depth:g}", int(depth))
         table.check_units()
         table.check_positions()
-        per_unit, n, c, t = _scores(table.select(g, part.variants, part.span), part.floor)
+        per_unit, *counted = _scores(table.select(g, part.variants, part.span), part.floor)
         scores[int(depth)] = per_unit
-        values, censored, tied = values + n, censored + c, tied + t
+        counts[int(depth)] = dict(zip(("values", "censored", "tied"), counted))
     if len(scores) < 2:
         raise ValueError(f"{where}: a trend needs at least two depths; got {sorted(scores)}")
     wide = pd.DataFrame(scores)
@@ -777,18 +777,20 @@ def trend_scores(part: Part, rows: pd.DataFrame, where: str
         raise ValueError(f"{where}: units {_listed(lacking)} are not measured at every depth "
                          f"({', '.join(map(str, wide.columns))}); measure every unit at every "
                          "depth, or leave it out")
-    return wide, values, censored, tied
+    return wide, pd.DataFrame.from_dict(counts, orient="index")
 
 
 def _trend(part: Part, name: str, rows: pd.DataFrame, level: float, where: str) -> Result:
     """A trend over depths (`trend_scores`): per unit, the least-squares slope of its mean
     log ratios against log2 of the depth; the t interval of the mean slope over units, as
     the factor per doubling of depth."""
-    wide, values, censored, tied = trend_scores(part, rows, where)
+    wide, counts = trend_scores(part, rows, where)
     x = np.log2(wide.columns.to_numpy(float))
     x = x - x.mean()
     slopes = pd.Series(wide.to_numpy() @ x / (x @ x), index=wide.index)
-    return _result(part, name, _estimate([slopes]), level, values, censored, tied,
+    total = counts.sum()
+    return _result(part, name, _estimate([slopes]), level, int(total["values"]),
+                   int(total["censored"]), int(total["tied"]),
                    (float(slopes.std(ddof=1)),), units=(len(slopes),))
 
 

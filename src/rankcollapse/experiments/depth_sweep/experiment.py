@@ -13,7 +13,8 @@ from ...normalizations import NORMALIZATIONS
 from ...profiles import Profile, sweep_task
 from ...recording import hidden_residuals, record
 from ...registry import LATE, Claim, registered, run as run_test, trend_scores
-from ...stats import WORDS, compare_table, family_level, found_of, paired_estimate, unit_values
+from ...stats import (WORDS, compare_table, family_level, found_of, mostly_at_floor,
+                     paired_estimate, unit_values)
 from ...tasks import load_task
 from ...training import TrainResult, plateaued
 from ...verdicts import Result, results_sentence
@@ -109,25 +110,24 @@ def finding_data(hidden: pd.DataFrame, task: str) -> pd.DataFrame:
 def late_table(data: pd.DataFrame, task: str) -> pd.DataFrame:
     """Per variant and depth, Sinkhorn / softmax over the second half of the layers: the
     mean over seeds of the registered test's per-seed log ratios (`registry.trend_scores`),
-    with t intervals simultaneous over the depths of each variant (description); where more
-    than half of those layers' values are tied at the rounding floor under both
-    normalizations, `found` says so (`TIED`) instead of what the interval found."""
+    with t intervals simultaneous over the depths of each variant (description); where the
+    registered rule would call those layers' values mostly tied at the rounding floor under
+    both normalizations (`stats.mostly_at_floor`), `found` says so (`TIED`) instead of what
+    the interval found."""
     rows = []
     for part in registered(FINDING).parts:
         variant = part.variants[0]
-        wide, *_ = trend_scores(part, data[data["variant"] == variant], f"{FINDING} / {task}")
+        wide, counts = trend_scores(part, data[data["variant"] == variant],
+                                    f"{FINDING} / {task}")
         level = family_level(wide.shape[1])
         for depth in wide.columns:
-            est = paired_estimate(wide[depth].to_numpy())
-            ratio, low, high = est.interval(level)
+            ratio, low, high = paired_estimate(wide[depth].to_numpy()).interval(level)
             layers = LATE.positions(depth)
-            late = data[(data["variant"] == variant) & (data["depth"] == depth)
-                        & data["position"].isin(layers)]
-            tied = ((late["softmax"] <= part.floor) & (late["sinkhorn"] <= part.floor)).mean()
+            tied = mostly_at_floor(counts.loc[depth, "tied"], counts.loc[depth, "values"])
             rows.append({"variant": variant, "depth": depth,
                          "layers": f"{layers[0]}–{layers[-1]}", "ratio": ratio, "low": low,
                          "high": high, "level": level,
-                         "found": TIED if tied > 0.5 else found_of(ratio, low, high)})
+                         "found": TIED if tied else found_of(ratio, low, high)})
     return pd.DataFrame(rows)
 
 
