@@ -431,6 +431,50 @@ def test_mechanism_contrast_behind_or_not_ahead_is_against():
     assert decide("C6d", results) == "not reproduced"
 
 
+def test_mechanism_contrast_leaves_out_the_depths_where_a_value_is_at_the_floor():
+    """C6d is registered `identified`: a unit's depths at which any of its four values (one
+    input or mixed, softmax or Sinkhorn) is at the rounding floor say only a bound on a
+    ratio, so they are left out on both sides; the rest is the plain contrast on the rows
+    that remain (filtered here by hand), and the note counts what was left out."""
+    spec = {"mnist": (5, 10, lambda u, v, l: [0.9, 0.2][v] + 0.05 * u),
+            "cats_dogs": (4, 10, lambda u, v, l: [0.3, 0.25][v] + 0.02 * u)}
+    rows = table_rows(spec, ("one input", "inputs mixed"), seed=3)
+    for r in rows:  # mnist: from depth 7 on, mixed softmax at the floor (unit 4 from depth 2)
+        if r["task"] == "mnist" and r["variant"] == "inputs mixed" and \
+                r["position"] >= (2 if r["unit"] == 4 else 7):
+            r["softmax"] = 1e-17
+    floored = {(r["task"], r["unit"], r["position"]) for r in rows
+               if min(r["softmax"], r["sinkhorn"]) <= FLOOR64}
+    kept = [r for r in rows if (r["task"], r["unit"], r["position"]) not in floored]
+    profile = at_depths(CI, mnist=10, cats_dogs=10)
+    results = run("C6d", "trained models, correlation broken", pd.DataFrame(rows), profile)
+    expected = plain_run(kept, ("mnist", "cats_dogs"), "trained models, correlation broken",
+                         "contrast", "more", 1 - 0.05 / 2, FLOOR64,
+                         (("one input",), FROM_TWO), (("inputs mixed",), FROM_TWO), True, 0.1,
+                         None, {"mnist": 10, "cats_dogs": 10})
+    for r, e in zip(results, expected):
+        assert (r.number, r.low, r.high) == pytest.approx(
+            (e["number"], e["low"], e["high"]), rel=1e-9)
+        assert (r.found, r.outcome, r.requirement, r.units) == \
+            (e["found"], e["outcome"], e["requirement"], e["units"])
+    assert results[0].units == (4,) and results[0].censored == 0
+    # 2 selections x (unit 4 at depths 2-10, units 0-3 at depths 7-10) of 2 x 5 units x 9
+    assert results[0].note == ("50 of 90 values at positions where one is at the rounding "
+                               "floor; units [4]: no position above the floor (left out)")
+    assert results[1].note == ""
+
+
+def test_identified_is_for_a_contrast_over_one_span():
+    with pytest.raises(ValueError, match="`identified` is for a contrast whose two selections"):
+        registry.Part("x", "q", "seed", "paired", "more", ("mnist",), registry.LAYERS,
+                      identified=True)
+    with pytest.raises(ValueError, match="`identified` is for a contrast whose two selections"):
+        registry.Part("x", "q", "seed", "contrast", "more", ("mnist",), registry.EARLY,
+                      ("a",), ("b",), registry.LATE, identified=True)
+    assert "no value of either selection is at the rounding floor" in \
+        CLAIMS["C6d"].parts[0].statement()
+
+
 def test_groups_run_matches_welch_on_every_task():
     rng = np.random.default_rng(9)
     rows = []

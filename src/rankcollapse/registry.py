@@ -17,7 +17,9 @@ Kinds of test (each over independent units, one per task):
 - `contrast`: per unit, that mean over one selection minus the mean over another (the
   advantage early against late, with skips against without); with `requires`, the test
   agrees only where the advantage in the first selection is shown too (an
-  intersection-union test: both at the same level, no further adjustment).
+  intersection-union test: both at the same level, no further adjustment); with
+  `identified`, over each unit's positions at which no value of either selection is at
+  the rounding floor (where a floor value would make a log ratio only a bound).
 - `groups`: two independent groups of units (random pools against trained seeds); per
   unit the mean log value over the span; Welch's t interval of the difference.
 - `check`: a numerical check stated with the part.
@@ -178,6 +180,7 @@ class Part:
     precision: str = "float64"  # the dtype whose rounding floor censors the values
     ratio: str = ""  # what the estimate is, where the kind's default (`ESTIMATES`) is vague
     subject: str = "Sinkhorn"  # what is higher or lower when the direction is stated
+    identified: bool = False  # contrast: only positions where no value is at the floor
 
     def __post_init__(self):
         if self.test not in ("paired", "contrast", "groups", "check", "sequence", "trend"):
@@ -190,6 +193,10 @@ class Part:
                              f"tasks are one of "
                              f"{', '.join(map(repr, TASK_SETS))}, a tuple of task names or a "
                              "function of the profile")
+        if self.identified and (self.test != "contrast" or self.against_span not in (
+                None, self.span)):
+            raise ValueError(f"part {self.name!r}: `identified` is for a contrast whose two "
+                             "selections share one span (the same positions on both sides)")
         if self.test != "contrast" and self.span is not None and self.span.data_defined:
             raise ValueError(f"part {self.name!r}: a span that ends at the collapse layer is "
                              "for a contrast (each selection over its own window)")
@@ -217,7 +224,8 @@ class Part:
         if self.test == "check":
             return self.check
         requires = REQUIRES if self.requires else ""
-        return f"{STATEMENTS[self.test]}{requires}; margin {1 + self.margin:g}"
+        where = IDENTIFIED if self.identified else ""
+        return f"{STATEMENTS[self.test]}{where}{requires}; margin {1 + self.margin:g}"
 
 
 STATEMENTS = {  # each kind of test in words (`Part.statement`)
@@ -237,6 +245,8 @@ ESTIMATES = {  # what each kind's estimate is (`Part.estimate`)
     "accuracy with k iterations / with the most", "check": "the checked value",
     "trend": "factor by which Sinkhorn / softmax changes per doubling of depth"}
 REQUIRES = "; agrees only where Sinkhorn is also shown ahead in the first"
+IDENTIFIED = ("; each unit over its positions at which no value of either selection is at "
+              "the rounding floor")
 ONE_VALUE = "one value per unit"
 
 
@@ -384,7 +394,7 @@ CLAIMS: dict[str, Registered] = {r.id: r for r in [
         Part("trained models, correlation broken", PATHS + "; every factor from one input "
              "against each factor from an independent input", "training seed", "contrast",
              "more", IMAGE, PRODUCTS, ("one input",), ("inputs mixed",), requires=True,
-             ratio=MIXED),), caveat="decided on trained models only, which the paper's "
+             ratio=MIXED, identified=True),), caveat="decided on trained models only, which the paper's "
                "hypothesis concerns; chapter 4's random networks are description"),
     Registered("C7", "limitations: pure attention never trained from scratch; first-order "
                "bounds", untested="a statement of the paper's limits, not a result to "
@@ -728,15 +738,20 @@ def run(claim_id: str, part_name: str, data: pd.DataFrame, profile: Profile,
                                    tuple(float(s.std(ddof=1)) for s in scores),
                                    units=tuple(len(s) for s in scores)))
             continue
-        first = _scores(table.select(g, variants, part.span, ks), part.floor)
+        first_rows = table.select(g, variants, part.span, ks)
         if part.test == "paired":
+            first = _scores(first_rows, part.floor)
             est = _estimate([first[0]])
             results.append(_result(part, name, est, level, *first[1:],
                                    (float(first[0].std(ddof=1)),), units=(len(first[0]),)))
             continue
         # every unit is in both selections (`select`): the difference is over all of them
-        second = _scores(table.select(g, against, part.against_span or part.span, ks),
-                         part.floor)
+        second_rows = table.select(g, against, part.against_span or part.span, ks)
+        if part.identified:
+            first_rows, second_rows, left_out = _identified(first_rows, second_rows,
+                                                            part.floor)
+            note += left_out
+        first, second = (_scores(r, part.floor) for r in (first_rows, second_rows))
         diff = first[0] - second[0][first[0].index]
         requirement = None
         if part.requires:
@@ -749,6 +764,24 @@ def run(claim_id: str, part_name: str, data: pd.DataFrame, profile: Profile,
         results.append(replace(result, note="; ".join(note) + " (left out)") if note
                        else result)
     return results
+
+
+def _identified(first: pd.DataFrame, second: pd.DataFrame, floor: float
+                ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """The rows of both selections of a contrast at each unit's positions where no value of
+    either is at the rounding floor (`floor`), and what was left out, in words."""
+    keys = ["unit", "position"]
+    above = pd.concat([first, second]).assign(
+        above=lambda d: (d["softmax"] > floor) & (d["sinkhorn"] > floor))
+    kept = above.groupby(keys)["above"].all()
+    kept = kept[kept].index
+    chosen = [rows[pd.MultiIndex.from_frame(rows[keys]).isin(kept)] for rows in (first, second)]
+    dropped = len(first) + len(second) - sum(map(len, chosen))
+    said = [f"{dropped} of {len(first) + len(second)} values at positions where one is at the "
+            "rounding floor"] if dropped else []
+    gone = sorted(set(first["unit"]) - set(chosen[0]["unit"]))
+    said += [f"units {_listed(gone)}: no position above the floor"] if gone else []
+    return chosen[0], chosen[1], said
 
 
 def trend_scores(part: Part, rows: pd.DataFrame, where: str

@@ -256,7 +256,11 @@ def mechanism_claim(paths: pd.DataFrame, titles: dict[str, str], profile: Profil
     ahead with one input. The inputs shuffled are description (the figure)."""
     part = "trained models, correlation broken"
     c6d = run("C6d", part, mechanism_data(paths), profile, titles)
-    finding = ("Trained models, path products of depths 2–L, the ratio Sinkhorn / softmax "
+    left_out = "; ".join(f"{r.task}: {r.note}" for r in c6d if r.note)
+    finding = ("Trained models, path products of depths 2–L, each seed over the depths at "
+               "which none of its products (softmax or Sinkhorn, one input or mixed) is at the "
+               "rounding floor, where a ratio would only be a bound"
+               + (f" ({left_out})" if left_out else "") + "; the ratio Sinkhorn / softmax "
                "with one input divided by that with the inputs mixed (above 1: the advantage "
                "shrinks when the correlation is broken): "
                + results_sentence(c6d, "seeds", registered("C6d").part(part).estimate())
