@@ -310,7 +310,9 @@ def test_ratio_labels_do_not_crowd(low, high):
 def test_floor_line_where_values_reach_the_floor():
     boxes = plots.boxes_by(path_boxes(), "setting", "depth", floor=FLOOR)
     assert all(has_floor_line(ax) for ax in boxes.axes)
-    assert "rounding floor" in [t.get_text() for t in boxes.axes[0].get_legend().get_texts()]
+    # one legend for the figure, off the data (below the panels: none inside a panel)
+    assert all(ax.get_legend() is None for ax in boxes.axes)
+    assert "rounding floor" in [t.get_text() for t in boxes.legends[0].get_texts()]
     far = path_boxes().query("depth < 5")
     assert not any(has_floor_line(ax) for ax in plots.boxes_by(far, "setting", "depth",
                                                                floor=FLOOR).axes)
@@ -330,3 +332,25 @@ def test_curves_of_a_normalization_take_its_colour():
         plots.OTHER_COLORS)
     assert set(plots.colors(["softmax, n = 16", "softmax, n = 32"]).values()) <= set(
         plots.OTHER_COLORS)  # two keys of one normalization: one colour would hide a curve
+
+
+def test_forest_side_labels_do_not_overlap():
+    """A part's label on the right gets the rows it needs: B5's two one-row parts, each with
+    a three-line label, are drawn apart (bounding boxes in display coordinates)."""
+    from rankcollapse.registry import CLAIMS
+    from rankcollapse_book.forest import forest
+
+    def rows(claim_id, tasks):  # a realistic density: the book's other questions above
+        return {"id": claim_id, "results": [
+            dict(part=p.name, task=task, number=1.2, low=1.0, high=1.4, found="more",
+                 outcome="agrees", units=[5], at=None, level=0.975)
+            for p in CLAIMS[claim_id].parts for task in tasks]}
+
+    fig, _ = forest([rows("C10", [f"task {i}" for i in range(5)]),
+                     rows("B3", ["MNIST digits", "retrieval"]), rows("B5", ["MNIST digits"])])
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    boxes = sorted((t.get_window_extent() for t in ax.texts if "depth sweep" in t.get_text()),
+                   key=lambda b: -b.y1)
+    assert len(boxes) == 2 and all(b.height > 0 for b in boxes)
+    assert boxes[0].y0 >= boxes[1].y1  # the upper label ends above the lower one

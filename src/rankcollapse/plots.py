@@ -423,28 +423,30 @@ def sweep_figure(adv: pd.DataFrame, panel: str = "depth", x: str = "logit_std",
 def boxes_by(table: pd.DataFrame, panel: str, x: str, y: str = "residual", order=None,
              ylabel: str = "", xlabel: str = "path depth $k$", floor: float | None = None):
     """`paired_boxes` on a log axis, one panel per value of `panel`, two a row, shared y;
-    the rounding `floor` dotted (and in the first legend) where the boxes come within a
-    decade of it."""
+    the rounding `floor` dotted (and in the legend) where the boxes come within a decade of
+    it; one legend, off the data (`legend_off_data`)."""
     order = order or list(dict.fromkeys(table[panel]))
-    fig, cells, _ = panel_grid(len(order), height=3.2, sharey=True)
-    axes = [cells]  # one list of panels, as below
+    fig, cells, spare = panel_grid(len(order), height=3.2, sharey=True)
     width = WIDTH / min(2, len(order))  # inches per panel
-    for ax, label in zip(axes[0], order):
+    for ax, label in zip(cells, order):
         paired_boxes(table[table[panel] == label], x, y, ax=ax, log=True,
                      title=wrap_title(label, width), xlabel=xlabel,
                      ylabel="" if ax.get_subplotspec().colspan.start else ylabel)
-        if ax is not axes[0][0] and ax.get_legend() is not None:
-            ax.get_legend().remove()  # one legend, in the first panel
         labels = ax.get_xticklabels()  # at most about 2.5 an inch: 1, 3, 5 or 1, 6, 11
         step = next(s for s in (1, 2, 5, 10, 20, 50) if len(labels) / s <= 2.5 * width)
         for i, text in enumerate(labels):
             text.set_visible(i % step == 0)
-    lines = [floor_line(ax, floor, decades=1) for ax in axes[0]]  # the y-limits are final
-    first = axes[0][0].get_legend()
-    if first is not None and lines[0] is not None:
-        axes[0][0].legend([*first.legend_handles, lines[0]],
-                          [t.get_text() for t in first.get_texts()] + [lines[0].get_label()],
-                          title=first.get_title().get_text())
+    lines = [floor_line(ax, floor, decades=1) for ax in cells]  # the y-limits are final
+    first = cells[0].get_legend()
+    for ax in cells:
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+    if first is not None:
+        line = next((ln for ln in lines if ln is not None), None)
+        handles = [*first.legend_handles] + ([line] if line is not None else [])
+        labels = [t.get_text() for t in first.get_texts()] + (
+            [line.get_label()] if line is not None else [])
+        legend_off_data(fig, handles, labels, spare, ncol=len(handles))
     return fig
 
 
@@ -538,15 +540,21 @@ def trained_attention_figure(stats: pd.DataFrame, titles: dict[str, str]):
                        markersize=3, label=f"median, {titles[task]}")
             error.plot(per_layer["marginal_error"].max(), style, color=color, marker="^",
                        markersize=4, alpha=0.5, label=f"largest, {titles[task]}")
-    error.axhline(1e-6, color="grey", linestyle=":", linewidth=1)
+    tolerance = error.axhline(1e-6, color="grey", linestyle=":", linewidth=1,
+                              label="tolerance $10^{-6}$")
     for ax in (scale, error, entropy):
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set(xlabel="layer")
     scale.set(ylabel="logit standard deviation", title="Logit scale")
     error.set(yscale="log", ylabel="max |row sum − 1|", title="Sinkhorn after 50 iterations")
     entropy.set(ylabel="mean row entropy (nats)", title="Row entropy")
-    legend_off_data(fig, *scale.get_legend_handles_labels(), spare, fontsize="small")
-    return fig  # the error panel's markers (circles median, triangles largest): the caption
+    handles, labels = scale.get_legend_handles_labels()
+    markers = [Line2D([], [], color="grey", marker=m, linestyle="none", markersize=s)
+               for m, s in (("o", 3), ("^", 4))]  # the row-error panel's two statistics
+    legend_off_data(fig, handles + markers + [tolerance],
+                    labels + ["row error: median over inputs", "row error: largest",
+                              tolerance.get_label()], spare, fontsize="small")
+    return fig
 
 
 def learning_curves(curves: pd.DataFrame, titles: dict[str, str]):

@@ -77,6 +77,22 @@ def _side_label(data: pd.DataFrame, i: int) -> str:
     return textwrap.fill("; ".join(said), 44)
 
 
+LABEL_ROWS = 7 * 1.25 / (ROW_INCH * 72)  # the rows one line of a 7-point side label takes
+
+
+def _extra(data: pd.DataFrame, i: int) -> float:
+    """The space (in rows) to leave after row `i` where it is its part's last and the part's
+    side label needs more lines than the part has rows."""
+    key = tuple(data.iloc[i][["claim", "part"]])
+    if i + 1 < len(data) and tuple(data.iloc[i + 1][["claim", "part"]]) == key:
+        return 0.0
+    start = next(j for j in range(i, -1, -1)
+                 if j == 0 or tuple(data.iloc[j - 1][["claim", "part"]]) != key)
+    label = _side_label(data, start)
+    lines = label.count("\n") + 1 if label else 0
+    return max(0.0, lines * LABEL_ROWS - (i - start + 1))
+
+
 def _block(data: pd.DataFrame, i: int) -> int:
     """How many rows from row `i` on belong to its part."""
     key = tuple(data.iloc[i][["claim", "part"]])
@@ -110,12 +126,13 @@ def _panel(ax, data: pd.DataFrame, colors: dict[str, str], key: str, limits) -> 
                         va="center", fontsize=7, color=color)
         side = _side_label(data, i)
         if side:  # centred on its part's rows
-            ax.annotate(side, (1.01, y + (_block(data, i) - 1) / 2),
+            block = _block(data, i)
+            ax.annotate(side, (1.01, y + (block - 1 + _extra(data, i + block - 1)) / 2),
                         xycoords=("axes fraction", "data"), fontsize=7, va="center",
                         color="0.3", annotation_clip=False)
         ticks.append(y)
         labels.append(f"{r['claim']} · {r['task']}")
-        y += 1
+        y += 1 + _extra(data, i)
     ax.axvspan(1 / (1 + MARGIN), 1 + MARGIN, color="0.85", zorder=0, linewidth=0)
     ax.axvline(1, color="0.5", linewidth=0.8, zorder=0)
     for g in gaps:
@@ -145,7 +162,8 @@ def forest(rows: list[dict]) -> tuple[Figure, pd.DataFrame]:
     panels = [(p, data[data["panel"] == p].reset_index(drop=True))
               for p in ("claims", "questions")]
     panels = [(p, d) for p, d in panels if len(d)]
-    heights = [len(d) + 0.6 * d["claim"].nunique() + 4 for _, d in panels] or [1]
+    heights = [len(d) + 0.6 * d["claim"].nunique() + 4
+               + sum(_extra(d, i) for i in range(len(d))) for _, d in panels] or [1]
     fig = Figure(figsize=(WIDTH_INCH, ROW_INCH * sum(heights) + PANEL_INCH), dpi=DPI,
                  layout="constrained")
     axes = fig.subplots(len(heights), 1, gridspec_kw={"height_ratios": heights}, squeeze=False)
