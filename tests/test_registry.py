@@ -1191,3 +1191,22 @@ def test_c4c_compares_each_variant_over_its_own_window():
                                  "less than half") and r.note.endswith("(left out)")
                for r in results)
     assert all(r.units == (5,) for r in results)
+
+
+def test_the_paper_states_c4_at_24_layers_and_other_depths_say_so():
+    """C4a-C4e are stated at the paper's depth (`PAPER_DEPTH`); a run on models of another
+    depth says beside the verdict which depth it stands on, and one at 24 layers says
+    nothing more; a claim stated at no depth never does."""
+    from rankcollapse.profiles import PROFILES
+    from rankcollapse.registry import PAPER_DEPTH, off_depth
+
+    assert PAPER_DEPTH == 24
+    assert [i for i, c in CLAIMS.items() if c.depth] == ["C4a", "C4b", "C4c", "C4d", "C4e"]
+    assert {t.depth for t in CI.tasks.values()} == {12}  # this file's test profile
+    assert off_depth("C4a", CI) == ("Decided on 12-layer models, not at the 24 layers the "
+                                    "paper states this claim about: the verdict speaks for "
+                                    "that depth only.")
+    mixed = at_depths(CI, mnist=24)
+    assert off_depth("C4e", mixed).startswith("Decided on 12 and 24-layer models")
+    assert off_depth("C4a", PROFILES["ci-book"]) == "" == off_depth("C4a", PROFILES["full"])
+    assert off_depth("C6c", CI) == "" == off_depth("C1", CI)

@@ -54,6 +54,7 @@ SLOPE_TOLERANCE = 0.1  # C3a: a log-log slope within this of 3
 MIN_BOUND_LAYERS = 4  # C3b: layers above the floor needed to check the exponent
 REGIME = 0.1  # C3c: centred logits of spectral norm at most this are small
 PAPER_N, PAPER_SCALE = 128, 2.0  # C2a on random logits: the paper's n, scales up to this
+PAPER_DEPTH = 24  # C4a-C4e are statements about the paper's 24-layer encoders and ViTs (C5)
 # C4b, C4c: a softmax model has collapsed to half at the first layer whose relative residual
 # (to its input's at layer 0) falls below this
 COLLAPSE_LEVEL = 0.5
@@ -264,6 +265,7 @@ class Registered:
     rule: str = "claim"  # claim, finding, iterations
     untested: str = ""
     caveat: str = ""  # what the verdict is about where it tests less than the paper states
+    depth: int | None = None  # the model depth the claim is stated at (`off_depth`)
 
     def __post_init__(self):
         if self.rule not in RULES:
@@ -347,7 +349,7 @@ CLAIMS: dict[str, Registered] = {r.id: r for r in [
                      ("small logits",), check="bound / measured ≥ 1 at every such point",
                      ratio=SLACK),)),
     Registered("C4a", "trained models: the hidden-state (block output) residual stays higher "
-               "under Sinkhorn", (_hidden("trained models", RESIDUAL),)),
+               "under Sinkhorn", (_hidden("trained models", RESIDUAL),), depth=PAPER_DEPTH),
     Registered("C4b", "the advantage is most visible in early layers, before rank collapse "
                "becomes severe", (
                    Part("trained models, by relative depth", RESIDUAL, "training seed",
@@ -360,18 +362,19 @@ CLAIMS: dict[str, Registered] = {r.id: r for r in [
                         "against the layers after", "training seed", "contrast", "more",
                         TRAINED, BEFORE, ("full model",), ("full model",), AFTER,
                         requires=True, ratio="Sinkhorn / softmax before collapse to half, "
-                        "divided by that after"))),
+                        "divided by that after")), depth=PAPER_DEPTH),
     Registered("C4c", "the advantage is most visible with skip connections", (Part(
         "trained models, at matched residual level", MATCHED, "training seed", "contrast",
         "more", TRAINED, BEFORE, SKIPS, NO_SKIPS, requires=True,
         ratio="Sinkhorn / softmax with skips, divided by that without, each before its "
-              "collapse to half (tested on the log-ratio scale, not on the absolute gap)"),)),
+              "collapse to half (tested on the log-ratio scale, not on the absolute gap)"),),
+        depth=PAPER_DEPTH),
     Registered("C4d", "the same for the self-attention output, read as the attention "
                "sub-layer's own output before the skip connection (the block output is C4a)",
                (_hidden("trained models", "relative residual of the attention sub-layer's "
-                        "output, composite norm"),)),
+                        "output, composite norm"),), depth=PAPER_DEPTH),
     Registered("C4e", "the same for products of attention matrices along paths", (_hidden(
-        "trained models", PATHS, PRODUCTS),)),
+        "trained models", PATHS, PRODUCTS),), depth=PAPER_DEPTH),
     Registered("C5", "the paper's settings: 24 layers, width 128, 4 heads, its three "
                "datasets", untested="the `ci` profile trains smaller models on stand-in data; "
                "the `full` profile uses the paper's sizes and datasets, and its verdict is "
@@ -470,6 +473,20 @@ def registered_depth(task: str, profile: Profile) -> int:
     profile's random stacks and pools (`profile.depth`)."""
     role = task.partition(", ")[0]
     return profile.tasks[role].depth if role in profile.tasks else profile.depth
+
+
+def off_depth(claim_id: str, profile: Profile) -> str:
+    """Where a claim is stated at one model depth (`Registered.depth`: C4a-C4e at the
+    paper's 24 layers) and `profile` tests it on models of another: the sentence that says
+    so beside its verdict; '' otherwise (no stated depth, no trained task, or the same)."""
+    entry = registered(claim_id)
+    tasks = {t for p in entry.parts for t in tasks_of(p, profile)}
+    depths = sorted({registered_depth(t, profile) for t in tasks})
+    if entry.depth is None or depths in ([], [entry.depth]):
+        return ""
+    return (f"Decided on {' and '.join(map(str, depths))}-layer models, not at the "
+            f"{entry.depth} layers the paper states this claim about: the verdict speaks for "
+            "that depth only.")
 
 
 def registered(claim_id: str) -> Registered:

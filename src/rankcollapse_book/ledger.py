@@ -138,7 +138,9 @@ def ledger(rows: list[dict], profile: str, runs: int = CALIBRATION_RUNS) -> list
             "id": claim_id, "claim": entry.claim,
             # no results, or a part without: not testable here
             "verdict": "not testable here" if not_run else registry.decide(claim_id, results),
-            "finding": " ".join(missing + [p["finding"] for p in parts])
+            "finding": " ".join(filter(None, missing + (
+                [registry.off_depth(claim_id, settings)] if parts and not not_run else [])
+                + [p["finding"] for p in parts]))
             or (entry.untested or NOT_RUN) + ".",
             "parts": [p.name for p in entry.parts],
             "primary_test": {p.name: p.statement() for p in entry.parts},
@@ -160,6 +162,7 @@ def ledger(rows: list[dict], profile: str, runs: int = CALIBRATION_RUNS) -> list
                                               if f.strip())) or None,
             "chapter": ", ".join(dict.fromkeys(p["chapter"] for p in parts)) or None,
             "data": "; ".join(dict.fromkeys(p.get("data") or SYNTHETIC for p in parts)) or None,
+            "depth": entry.depth,  # the model depth the paper states the claim at
             "profile": profile,
             "note": caveat(profile)})
     return merged
