@@ -794,7 +794,7 @@ def _identified(first: pd.DataFrame, second: pd.DataFrame, floor: float
     kept = kept[kept].index
     chosen = [rows[pd.MultiIndex.from_frame(rows[keys]).isin(kept)] for rows in (first, second)]
     dropped = len(first) + len(second) - sum(map(len, chosen))
-    said = [f"{dropped} of {len(first) + len(second)} values at positions where one is at the "
+    said = [f"{dropped} of {len(first) + len(second)} values, at positions with one at the "
             "rounding floor"] if dropped else []
     gone = sorted(set(first["unit"]) - set(chosen[0]["unit"]))
     said += [f"units {_listed(gone)}: no position above the floor"] if gone else []

@@ -260,7 +260,8 @@ def mechanism_claim(paths: pd.DataFrame, titles: dict[str, str], profile: Profil
     finding = ("Trained models, path products of depths 2–L, each seed over the depths at "
                "which none of its products (softmax or Sinkhorn, one input or mixed) is at the "
                "rounding floor, where a ratio would only be a bound"
-               + (f" ({left_out})" if left_out else "") + "; the ratio Sinkhorn / softmax "
+               + (f" (left out: {left_out.replace(' (left out)', '')})" if left_out else "")
+               + "; the ratio Sinkhorn / softmax "
                "with one input divided by that with the inputs mixed (above 1: the advantage "
                "shrinks when the correlation is broken): "
                + results_sentence(c6d, "seeds", registered("C6d").part(part).estimate())
