@@ -16,18 +16,19 @@ settings.load_profile("ci" if os.environ.get("CI") else "default")
 # The verdict layer's tests (registry, ledger, chapters' claims) were written for a profile of
 # three tasks (text, MNIST, Cats and Dogs: the 6-layer, width-48 models `ci` trained before it
 # moved to the paper's depth) and three seeds, and their written-out tables hold the family
-# sizes and levels that follow from it. They keep testing the rules on that profile under the
-# name "ci"; the real ci profile is "ci-book" here, and tests of the book's own sizes use it.
+# sizes and levels that follow from it. They name that profile, "three-task", explicitly; "ci"
+# is the book's own profile everywhere.
 REAL_CI = profiles.PROFILES["ci"]
 _SMALL = dict(depth=6, d_model=48, n_heads=4, d_ff=96, batch_size=128, lr=2e-3, warmup_steps=30)
 THREE_TASKS = replace(
-    REAL_CI, tasks={"text": Task("wordnet4", epochs=8, max_len=20, train_limit=4000, **_SMALL),
-                    "mnist": Task("mnist10k", epochs=14, patch=7, **_SMALL),
-                    "cats_dogs": Task("fashion_mnist", epochs=8, patch=7, **_SMALL)},
+    REAL_CI, name="three-task",
+    tasks={"text": Task("wordnet4", epochs=8, max_len=20, train_limit=4000, **_SMALL),
+           "mnist": Task("mnist10k", epochs=14, patch=7, **_SMALL),
+           "cats_dogs": Task("fashion_mnist", epochs=8, patch=7, **_SMALL)},
     train_seeds=(0, 1, 2), scratch_tasks=("cats_dogs",), scratch_seeds=(0, 1, 2))
 
 
 @pytest.fixture(autouse=True)
-def three_task_ci(monkeypatch):
-    monkeypatch.setitem(profiles.PROFILES, "ci", THREE_TASKS)
-    monkeypatch.setitem(profiles.PROFILES, "ci-book", REAL_CI)
+def three_task_profile(monkeypatch):
+    """The test profile, known by its own name while a test runs (`get_profile`)."""
+    monkeypatch.setitem(profiles.PROFILES, THREE_TASKS.name, THREE_TASKS)

@@ -45,7 +45,7 @@ def test_the_trend_is_the_mean_least_squares_slope_per_doubling():
         return slope[seed] * np.log2(depth) + noise[depth, seed, layer]
 
     data = finding_data(hidden_table(log_ratio), "mnist")
-    settings = replace(profiles.PROFILES["ci-book"],
+    settings = replace(profiles.PROFILES["ci"],
                        depth_sweep=profiles.DepthSweep("mnist", DEPTHS, tuple(range(5))))
     with_skips, without = (run("B5", p.name, data, settings, {"mnist": "MNIST"})
                            for p in registered("B5").parts)
@@ -64,7 +64,7 @@ def test_the_trend_is_the_mean_least_squares_slope_per_doubling():
 def test_a_seed_missing_at_one_depth_is_refused():
     data = finding_data(hidden_table(lambda d, s, l: 0.0), "mnist")
     data = data[~((data["depth"] == 12) & (data["unit"] == 4))]
-    settings = replace(profiles.PROFILES["ci-book"],
+    settings = replace(profiles.PROFILES["ci"],
                        depth_sweep=profiles.DepthSweep("mnist", DEPTHS, tuple(range(5))))
     with pytest.raises(ValueError, match=r"units \[4\] are not measured at every depth "
                                          r"\(3, 6, 12, 24\)"):
@@ -75,9 +75,9 @@ def test_a_sweep_needs_two_depths_and_a_task_of_the_profile():
     with pytest.raises(ValueError, match="at least two depths"):
         profiles.DepthSweep("mnist", (24,), (0, 1))
     with pytest.raises(ValueError, match="the depth sweep's task 'text' is not one of its"):
-        replace(profiles.PROFILES["ci-book"], depth_sweep=profiles.DepthSweep("text", DEPTHS, (0,)))
+        replace(profiles.PROFILES["ci"], depth_sweep=profiles.DepthSweep("text", DEPTHS, (0,)))
     with pytest.raises(ValueError, match="has no depth sweep"):
-        depth_sweep.run(replace(profiles.PROFILES["ci-book"], depth_sweep=None), "cpu")
+        depth_sweep.run(replace(profiles.PROFILES["ci"], depth_sweep=None), "cpu")
 
 
 @pytest.mark.parametrize("name", ["smoke", "full-smoke"])
@@ -148,7 +148,7 @@ def test_the_trend_rule_finds_no_trend_in_at_most_five_percent_of_null_sweeps(
     all, whatever each seed's level. A run counts as a false finding when either part finds
     the late-layer ratio growing or shrinking with depth beyond the margin."""
     rng = np.random.default_rng(seeds * 10 + int(correlation * 10))
-    settings = replace(profiles.PROFILES["ci-book"],
+    settings = replace(profiles.PROFILES["ci"],
                        depth_sweep=profiles.DepthSweep("mnist", DEPTHS, tuple(range(seeds))))
     runs, hits = 200, 0
     for _ in range(runs):

@@ -35,13 +35,13 @@ def records(tmp_path):
            Claim.of("B3", [result("weights trained with softmax", "mnist", "more", "agrees"),
                            result("weights trained with Sinkhorn", "mnist", "more", "agrees")],
                     "It holds.")]
-    save_records(tmp_path, "02_two", "ci", [c.record() for c in ch2])
-    save_records(tmp_path, "05_five", "ci", [c.record() for c in ch5], data="trained on t")
+    save_records(tmp_path, "02_two", "three-task", [c.record() for c in ch2])
+    save_records(tmp_path, "05_five", "three-task", [c.record() for c in ch5], data="trained on t")
 
 
 def test_every_claim_gets_one_row_and_parts_are_decided_together(tmp_path):
     records(tmp_path)
-    rows = ledger(collect(tmp_path, ["02_two", "05_five"]), "ci", RUNS)
+    rows = ledger(collect(tmp_path, ["02_two", "05_five"]), "three-task", RUNS)
     assert [r["id"] for r in rows] == list(CLAIMS)
     by_id = {r["id"]: r for r in rows}
     c2a = by_id["C2a"]
@@ -51,7 +51,7 @@ def test_every_claim_gets_one_row_and_parts_are_decided_together(tmp_path):
     assert c2a["data"] == "random weights, inputs and logits; trained on t"
     assert c2a["finding"] == "Random: fine. Trained: no."
     assert c2a["number"] is None  # two parts: no single number
-    assert by_id["C4a"]["verdict"] == "contradicted" and by_id["C4a"]["profile"] == "ci"
+    assert by_id["C4a"]["verdict"] == "contradicted" and by_id["C4a"]["profile"] == "three-task"
     assert by_id["C8"]["verdict"] == "undecided"
     assert by_id["C8"]["number"] == 1.0 and by_id["C8"]["interval"] == [0.9, 1.1]
     assert by_id["C10"]["verdict"] == "not testable here" and by_id["C10"]["chapter"] is None
@@ -60,7 +60,7 @@ def test_every_claim_gets_one_row_and_parts_are_decided_together(tmp_path):
 
 def test_rows_carry_the_test_the_units_power_and_calibration(tmp_path):
     records(tmp_path)
-    row = {r["id"]: r for r in ledger(collect(tmp_path, ["02_two", "05_five"]), "ci", RUNS)}["C4a"]
+    row = {r["id"]: r for r in ledger(collect(tmp_path, ["02_two", "05_five"]), "three-task", RUNS)}["C4a"]
     assert row["primary_test"]["trained models"].startswith("mean log ratio")
     assert row["units"] == {"trained models": "training seed"}
     assert row["detectable_ratio"] == 1.5 and row["family"] == 3
@@ -71,7 +71,7 @@ def test_rows_carry_the_test_the_units_power_and_calibration(tmp_path):
 
 def test_page_findings_and_json_agree(tmp_path):
     records(tmp_path)
-    rows = write_ledger(tmp_path, ["02_two", "05_five"], "ci", RUNS)
+    rows = write_ledger(tmp_path, ["02_two", "05_five"], "three-task", RUNS)
     page = (tmp_path / PAGE).read_text()
     assert "(claim-c4a)=\n**C4a** · trained models: " in page and "· **contradicted** ·" in page
     assert "{numref}`fig-trained-attention`" in page and "{doc}`chapters/05_five`" in page
@@ -86,7 +86,7 @@ def test_page_findings_and_json_agree(tmp_path):
     assert "demonstrate the method at small scale" in page
     assert "demonstrate the method at small scale" in rows[0]["note"]
     summary = (tmp_path / FINDINGS_PAGE).read_text()
-    assert summary.startswith("The `ci` profile trains narrower models (6 layers of width 48, 4 "
+    assert summary.startswith("The `three-task` profile trains narrower models (6 layers of width 48, 4 "
                               "heads, 3 seeds per normalization and task) on stand-in data")
     assert "- **contradicted**: C4a" in summary and ":name:" not in summary
     assert summary.index("demonstrate the method") < summary.index("- **contradicted**")
@@ -99,7 +99,7 @@ def test_page_findings_and_json_agree(tmp_path):
     figures = tmp_path / "book" / "chapters" / "figures"
     assert {f.name for f in figures.iterdir()} == {f"fig-forest.{x}" for x in
                                                    ("png", "svg", "pdf", "csv")}
-    assert "# profile: ci" in (figures / "fig-forest.csv").read_text()
+    assert "# profile: three-task" in (figures / "fig-forest.csv").read_text()
 
 
 def test_numbers_read_as_a_reader_writes_them():
@@ -109,7 +109,7 @@ def test_numbers_read_as_a_reader_writes_them():
 
 def test_open_questions_have_their_own_table_and_summary_lines(tmp_path):
     records(tmp_path)
-    rows = write_ledger(tmp_path, ["02_two", "05_five"], "ci", RUNS)
+    rows = write_ledger(tmp_path, ["02_two", "05_five"], "three-task", RUNS)
     page = (tmp_path / PAGE).read_text()
     claims_part, rest = page.split("## Questions the paper left open")
     open_part = rest.split("## How a claim is decided")[0]
@@ -129,7 +129,7 @@ def test_a_record_with_a_misspelt_word_is_refused(tmp_path):
     rows[1]["results"][0]["outcome"] = "Agrees"
     path.write_text(json.dumps(rows))
     with pytest.raises(ValueError, match="unknown outcome"):
-        ledger(collect(tmp_path, ["02_two", "05_five"]), "ci", RUNS)
+        ledger(collect(tmp_path, ["02_two", "05_five"]), "three-task", RUNS)
 
 
 # ----------------------------------------------------------------------------- exact rows and lines
@@ -177,17 +177,17 @@ def more_records(tmp_path):
 
 def test_records_are_saved_with_their_chapter_and_collected_in_order(tmp_path):
     rows = [{"id": "C4a", "data": None, "x": 1}, {"id": "C9", "data": "own"}, {"id": "C8"}]
-    path = save_records(tmp_path, "03_x", "ci", rows)
+    path = save_records(tmp_path, "03_x", "three-task", rows)
     assert path == tmp_path / "book" / "chapters" / "claims" / "03_x.json"
     expected = [{"id": "C4a", "data": "random weights, inputs and logits", "x": 1,
-                 "chapter": "03_x", "profile": "ci"},
-                {"id": "C9", "data": "own", "chapter": "03_x", "profile": "ci"},
-                {"id": "C8", "chapter": "03_x", "profile": "ci",
+                 "chapter": "03_x", "profile": "three-task"},
+                {"id": "C9", "data": "own", "chapter": "03_x", "profile": "three-task"},
+                {"id": "C8", "chapter": "03_x", "profile": "three-task",
                  "data": "random weights, inputs and logits"}]
     assert path.read_text() == json.dumps(expected, indent=1)
-    save_records(tmp_path, "01_y", "ci", [{"id": "C1"}], data="mnist")
+    save_records(tmp_path, "01_y", "three-task", [{"id": "C1"}], data="mnist")
     assert collect(tmp_path, ["03_x", "02_missing", "01_y"]) == expected + [
-        {"id": "C1", "chapter": "01_y", "profile": "ci", "data": "mnist"}]
+        {"id": "C1", "chapter": "01_y", "profile": "three-task", "data": "mnist"}]
     assert collect(tmp_path, []) == []
 
 
@@ -342,7 +342,7 @@ def test_sequence_tests_are_shown_once_per_task():
 
 def test_claim_blocks_written_out(tmp_path):
     more_records(tmp_path)
-    rows = {r["id"]: r for r in ledger(collect(tmp_path, ["04_four", "06_six"]), "ci", RUNS)}
+    rows = {r["id"]: r for r in ledger(collect(tmp_path, ["04_four", "06_six"]), "three-task", RUNS)}
     head = ("| test | found | estimate (interval) | what it did to the claim | units | "
             "detectable |")
     c4b = rows["C4b"]["calibration"]
@@ -378,7 +378,7 @@ def test_claim_blocks_written_out(tmp_path):
         f"false in {c4b['false_rate']:.1%}, the opposite of the paper where there is no "
         "difference in 0.1%; the best verdict its design reaches where the effect is 1.5× is "
         "*partly reproduced*.")
-    registry_lines = _registry_list("ci")
+    registry_lines = _registry_list("three-task")
     assert len(registry_lines) == 30 + 1 and registry_lines[-1] == ""
     assert registry_lines[0] == (
         "- **C1** · random pure attention: relative residual of the last hidden state, pure "
@@ -410,7 +410,7 @@ def test_the_page_in_order(tmp_path):
     assert at == sorted(at)
     assert "Profile" not in text.split("## The paper's claims")[0] or True
     assert "demonstrate the method" not in text  # full: no caveat
-    assert "demonstrate the method" in page(rows, "ci")
+    assert "demonstrate the method" in page(rows, "three-task")
 
 
 
@@ -420,8 +420,8 @@ def test_findings_are_one_line_each_on_the_page(tmp_path):
     rows[0] = dict(rows[0], finding="Two\nlines  and   spaces.")
     assert "- **C1** (not testable here): Two lines and spaces." in page(rows, "full")
     assert [r["note"] for r in rows][:1] == [None]
-    assert ledger([], "ci")[0]["note"] == (
-        "the `ci` profile trains narrower models (6 layers of width 48, 4 heads, 3 seeds per "
+    assert ledger([], "three-task")[0]["note"] == (
+        "the `three-task` profile trains narrower models (6 layers of width 48, 4 heads, 3 seeds per "
         "normalization and task) on stand-in data: its verdicts demonstrate the method at "
         "small scale and are "
         "not a test of the paper's experiment (24 layers of width 128, 4 heads), which the "
@@ -458,10 +458,10 @@ def test_the_ledger_states_power_at_its_own_effect(tmp_path, monkeypatch):
 
     more_records(tmp_path)
     monkeypatch.setattr(ledger_module, "EFFECT", 2.0)
-    c9 = {r["id"]: r for r in ledger(collect(tmp_path, ["04_four", "06_six"]), "ci", RUNS)}["C9"]
+    c9 = {r["id"]: r for r in ledger(collect(tmp_path, ["04_four", "06_six"]), "three-task", RUNS)}["C9"]
     tests = [Result(**{k: tuple(v) if isinstance(v, list) else v for k, v in r.items()})
              for r in c9["results"]]
-    # the test profile "ci": 5 logit scales and 3 trained tasks
+    # the test profile "three-task": 5 logit scales and 3 trained tasks
     false_rate, power, every, opposite, best = plain_calibration(tests, "more", 8, RUNS, 0,
                                                                  2.0, full=True)
     assert c9["calibration"] == {"false_rate": false_rate, "power": power,
@@ -486,10 +486,10 @@ def test_a_record_whose_id_differs_in_case_is_refused_not_dropped(tmp_path):
     rows = _record_with(tmp_path, id="C4A")
     with pytest.raises(ValueError, match=r"^chapter 05_five records claim id 'C4A'; did you "
                                          r"mean 'C4a'\? .*the claims are C1, "):
-        ledger(rows, "ci", RUNS)
+        ledger(rows, "three-task", RUNS)
     with pytest.raises(ValueError, match=r"^chapter 05_five records claim id 'C44'; the "
                                          r"claims are C1, "):
-        ledger(_record_with(tmp_path, id="C44"), "ci", RUNS)
+        ledger(_record_with(tmp_path, id="C44"), "three-task", RUNS)
 
 
 def test_a_record_with_a_misspelt_part_is_refused(tmp_path):
@@ -497,14 +497,14 @@ def test_a_record_with_a_misspelt_part_is_refused(tmp_path):
     rows[3]["results"][1]["part"] = "trained model"
     with pytest.raises(ValueError, match=r"^chapter 05_five: C4a has no part 'trained model'; "
                                          r"its parts: trained models"):
-        ledger(rows, "ci", RUNS)
+        ledger(rows, "three-task", RUNS)
 
 
 def test_a_claim_with_a_registered_part_not_run_says_so(tmp_path):
     """C9 is registered on random logits and on trained models; with only the random part
     recorded it was decided 'reproduced' on that part alone."""
     records(tmp_path)
-    rows = ledger(collect(tmp_path, ["02_two", "05_five"]), "ci", RUNS)
+    rows = ledger(collect(tmp_path, ["02_two", "05_five"]), "three-task", RUNS)
     c9 = {r["id"]: r for r in rows}["C9"]
     assert c9["verdict"] == "not testable here"
     assert c9["finding"] == ("Not decided: no chapter of this build recorded its part "
@@ -513,8 +513,8 @@ def test_a_claim_with_a_registered_part_not_run_says_so(tmp_path):
     assert [r["part"] for r in c9["results"]] == ["random logits"]  # still shown
     assert c9["calibration"] is None
     trained = Claim.of("C9", [result("trained models", "text", "more", "agrees")], "Trained.")
-    save_records(tmp_path, "05_five", "ci", [trained.record()])
-    both = ledger(collect(tmp_path, ["02_two", "05_five"]), "ci", RUNS)
+    save_records(tmp_path, "05_five", "three-task", [trained.record()])
+    both = ledger(collect(tmp_path, ["02_two", "05_five"]), "three-task", RUNS)
     c9 = {r["id"]: r for r in both}["C9"]
     assert c9["verdict"] == "reproduced" and c9["finding"] == "Random: more. Trained."
 
@@ -525,7 +525,7 @@ def test_a_claim_tested_on_too_few_units_is_calibrated_not_a_crash(tmp_path):
                                   units=(2,)),
                            result("trained models", "mnist", "more", "agrees", units=(5,))],
                    "Two seeds on text.")
-    save_records(tmp_path, "05_five", "ci", [few.record()])
-    c4a = {r["id"]: r for r in ledger(collect(tmp_path, ["05_five"]), "ci", RUNS)}["C4a"]
+    save_records(tmp_path, "05_five", "three-task", [few.record()])
+    c4a = {r["id"]: r for r in ledger(collect(tmp_path, ["05_five"]), "three-task", RUNS)}["C4a"]
     assert c4a["verdict"] == "partly reproduced"
     assert c4a["calibration"]["power_every"] == 0.0  # text can never agree with two seeds

@@ -72,7 +72,7 @@ TASK = Task("mnist10k", depth=3, d_model=16, n_heads=2, d_ff=32, epochs=1, batch
 
 def profile(*tasks, n_tokens=8):
     """The ci profile with toy image tasks of these names, also trained pure."""
-    return replace(get_profile("ci"), depth_sweep=None, tasks={t: TASK for t in tasks}, scratch_tasks=tasks,
+    return replace(get_profile("three-task"), depth_sweep=None, tasks={t: TASK for t in tasks}, scratch_tasks=tasks,
                    n_tokens=n_tokens)
 
 

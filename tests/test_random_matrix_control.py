@@ -100,7 +100,7 @@ def test_claims_follow_the_registered_tests():
     """C6a and C6b are parity claims (the paper: essentially the same rank decay): a ratio
     within the margin reproduces them, a tight ratio of 0.5 or 0.8 (Sinkhorn lower) or 1.5
     (higher) contradicts them. Chapter 4 decides no part of C6d."""
-    ci = replace(get_profile("ci"), depth=4)  # the random pools below: 4 layers
+    ci = replace(get_profile("three-task"), depth=4)  # the random pools below: 4 layers
     control = pd.concat([pools("independent", 1.0), pools("independent, half identity", 0.5)])
     sweep = pd.DataFrame({"n": [8, 16], "logit_std": 1.0, "depth": 2, "verdict": "parity"})
     c6a, c6b = claims(control, sweep, ci)
@@ -122,7 +122,7 @@ def test_claims_follow_the_registered_tests():
 def test_c6a_parity_is_contradicted_by_a_tight_ratio_of_0_8():
     """Parity claimed: Sinkhorn / softmax 0.8 with a tight interval lies below 1/1.1, the
     opposite of the paper beyond the margin (no longer 'agrees' as under 'no more')."""
-    ci = replace(get_profile("ci"), depth=4)
+    ci = replace(get_profile("three-task"), depth=4)
     control = pd.concat([pools("independent", 0.8), pools("independent, half identity", 1.0)])
     sweep = pd.DataFrame({"n": [8], "logit_std": 1.0, "depth": 2, "verdict": "less"})
     c6a, c6b = claims(control, sweep, ci)

@@ -1,6 +1,6 @@
 """The claims registry: every claim has its registered test, `run` applies exactly the
 registered selection and test, and the rule finds the paper's effect in data without one at
-most 5% of the time (run through the real claim code on constructed data of the `ci`
+most 5% of the time (run through the real claim code on constructed data of the three-task
 design's shape)."""
 
 import math
@@ -217,7 +217,7 @@ def test_claim_rows_are_decided_by_their_rule():
 
 def null_design(correlation: float, seeds: int, rng: np.random.Generator, effect: float = 0.0
                 ) -> np.ndarray:
-    """Per (task, seed, variant, layer) log ratios of the `ci` design: per-seed effects with
+    """Per (task, seed, variant, layer) log ratios of the three-task design: per-seed effects with
     layers correlated (AR(1) with `correlation`), the sign of each seed's draw flipped at
     random, plus `effect` (log of the true ratio)."""
     shape = (3, seeds, len(VARIANTS), 12)
@@ -271,7 +271,7 @@ def test_contrast_and_groups_rules_are_calibrated_too():
 def test_registered_claim_text_matches_the_ledger_ids():
     from rankcollapse_book.ledger import ledger
 
-    rows = ledger([], "ci")
+    rows = ledger([], "three-task")
     assert [r["id"] for r in rows] == list(CLAIMS)
     assert rows[0]["verdict"] == "not testable here"
     assert replace(CLAIMS["C4a"].parts[0]).statement().startswith("mean log ratio")
@@ -459,8 +459,8 @@ def test_mechanism_contrast_leaves_out_the_depths_where_a_value_is_at_the_floor(
             (e["found"], e["outcome"], e["requirement"], e["units"])
     assert results[0].units == (4,) and results[0].censored == 0
     # 2 selections x (unit 4 at depths 2-10, units 0-3 at depths 7-10) of 2 x 5 units x 9
-    assert results[0].note == ("50 of 90 values at positions where one is at the rounding "
-                               "floor; units [4]: no position above the floor (left out)")
+    assert results[0].note == ("50 of 90 values, at positions with one at the rounding floor; "
+                               "units [4]: no position above the floor (left out)")
     assert results[1].note == ""
 
 
@@ -1208,5 +1208,5 @@ def test_the_paper_states_c4_at_24_layers_and_other_depths_say_so():
                                     "that depth only.")
     mixed = at_depths(CI, mnist=24)
     assert off_depth("C4e", mixed).startswith("Decided on 12 and 24-layer models")
-    assert off_depth("C4a", PROFILES["ci-book"]) == "" == off_depth("C4a", PROFILES["full"])
+    assert off_depth("C4a", PROFILES["ci"]) == "" == off_depth("C4a", PROFILES["full"])
     assert off_depth("C6c", CI) == "" == off_depth("C1", CI)

@@ -70,7 +70,7 @@ def test_claims_c2a_and_c9_follow_the_numbers():
                            for s, gain in zip(ENTROPY_SCALES, [1.0, 1.5, 1.5, 1.5, 1.5])
                            for base in [1 + rng.random(20)]
                            for name in ("softmax", "sinkhorn")])
-    c2a, c9 = claims(after, entropies, get_profile("ci"))
+    c2a, c9 = claims(after, entropies, get_profile("three-task"))
     # the 99% quantile decides (1e-9), not the single worst draw (1e-7), as on trained logits
     assert c2a.verdict == "reproduced" and "99% quantile over the random draws 1.0e-09" in c2a.finding
     assert "largest 1.0e-07" in c2a.finding and c2a.results[0].number == 1e-9
@@ -82,4 +82,4 @@ def test_claims_c2a_and_c9_follow_the_numbers():
     assert c9.results[1].level == pytest.approx(1 - 0.05 / 8)  # C9's family: 5 scales, 3 tasks
     worse = after.copy()
     worse[("n = 128", "99%")] = [1e-12, 2e-6, 1e-4]
-    assert claims(worse, entropies, get_profile("ci"))[0].verdict == "not reproduced"
+    assert claims(worse, entropies, get_profile("three-task"))[0].verdict == "not reproduced"

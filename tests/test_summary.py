@@ -37,8 +37,8 @@ def rows(c4a=("more", "parity"), swap=("parity", "parity"), c6a="less"):
 
 
 def test_the_sentences_written_out():
-    said = sentences(rows(), "ci")
-    assert said[0].startswith("The `ci` profile trains narrower models (6 layers of width 48, 4 "
+    said = sentences(rows(), "three-task")
+    assert said[0].startswith("The `three-task` profile trains narrower models (6 layers of width 48, 4 "
                               "heads, 3 seeds per normalization and task) on stand-in data: its "
                               "verdicts")
     assert said[1] == ("Tasks, as named below: MNIST digits (stand-in: 10,000 MNIST digits); "
@@ -83,18 +83,18 @@ def of(claim_id, table=None):
 def test_learned_only_where_the_numbers_say_so():
     assert learned(of("C4a"), of("B3")) == ("learned", [MNIST])
     # C4a finds no advantage anywhere: nothing was learned, whatever the swap shows
-    no_advantage = sentences(rows(c4a=("parity", "parity")), "ci")[-1]
+    no_advantage = sentences(rows(c4a=("parity", "parity")), "three-task")[-1]
     assert "carrying the advantage" not in no_advantage and no_advantage.startswith(
         "On the Sinkhorn-trained weights of the 6-layer, width-48 trained models, swapping "
         "the normalization at inference (Sinkhorn / softmax, the same weights): the two are at "
         "parity")
     # the swap keeps Sinkhorn ahead where C4a finds the advantage: (partly) imposed
-    imposed = sentences(rows(swap=("more", "parity")), "ci")[-1]
+    imposed = sentences(rows(swap=("more", "parity")), "three-task")[-1]
     assert "carrying the advantage" not in imposed and imposed.startswith(
         "On the Sinkhorn-trained weights of the 6-layer, width-48 trained models, Sinkhorn at "
         "inference keeps more rank than softmax on MNIST digits: part")
     # the swap cannot tell where the advantage is: nothing follows, the numbers are said
-    unclear = sentences(rows(swap=("undecided", "parity")), "ci")[-1]
+    unclear = sentences(rows(swap=("undecided", "parity")), "three-task")[-1]
     assert "carrying the advantage" not in unclear and "the test cannot tell on MNIST digits" in unclear
     assert learned([], of("B3")) == ("", [])
 
@@ -103,7 +103,7 @@ def test_the_random_sentence_follows_the_outcome():
     table = [r for r in rows() if r["id"] != "B3"]
     c6a = next(r for r in table if r["id"] == "C6a")
     c6a["results"] = [dict(c6a["results"][0], found="more", outcome="opposite", number=1.3)]
-    said = sentences(table, "ci")
+    said = sentences(table, "three-task")
     assert "Sinkhorn keeps more (1.30×, 0.790–0.810)" in said[-1]
     assert "where the paper reports essentially the same rank decay" in said[-1]
 
@@ -111,7 +111,7 @@ def test_the_random_sentence_follows_the_outcome():
 def test_untested_claims_say_nothing():
     empty = [{"id": i, "verdict": "not testable here", "results": []}
              for i in ("C4a", "C4b", "C4c", "C4d", "C4e", "C8", "C6a", "B3")]
-    assert len(sentences(empty, "ci")) == 1  # the caveat alone
+    assert len(sentences(empty, "three-task")) == 1  # the caveat alone
     assert sentences(empty, "full") == []
 
 
@@ -121,7 +121,7 @@ def test_a_chapter_box_gives_a_claim_verdict_only_for_whole_claims():
     part = {"id": "C9", "claim": "entropy", "verdict": "reproduced",
             "results": [result("random logits", "σ = 1", "more"), dict(
                 result("random logits", "σ = 2", "parity"), outcome="against")]}
-    box = chapter_box([whole, part], "ci")
+    box = chapter_box([whole, part], "three-task")
     lines = box.split("\n")
     assert lines[1] == ("| id | claim | task | estimate (interval) | found | what it did to "
                         "the claim |")
@@ -146,7 +146,7 @@ def test_the_depth_sweeps_trend_in_words_about_the_advantage():
     b5 = {"id": "B5", "verdict": "Sinkhorn higher in part", "results": [
         result("depth sweep, with skips", MNIST, "more", 1.2, 1.0, 1.44),
         result("depth sweep, without skips", MNIST, "undecided", 0.65, 0.2, 2.0)]}
-    said = sentences(rows() + [b5], "ci")
+    said = sentences(rows() + [b5], "three-task")
     assert said[-1] == (
         "Across depths, in the book's depth sweep (MNIST digits, models of 3, 6, 12 and 24 "
         "layers trained alike), Sinkhorn / softmax over the second half of the layers, per "

@@ -35,7 +35,7 @@ TOY = Task("wordnet4", depth=3, d_model=16, n_heads=2, d_ff=32, epochs=1, batch_
 def profile(*tasks: str, depth: int = TOY.depth):
     """The ci profile with toy trained tasks of these names and depth (the registry reads
     them: the registered tests' layers are 1..depth)."""
-    return replace(get_profile("ci"), depth_sweep=None,
+    return replace(get_profile("three-task"), depth_sweep=None,
                    tasks={t: replace(TOY, depth=depth) for t in tasks})
 
 

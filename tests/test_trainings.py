@@ -14,7 +14,7 @@ TINY = Task("fashion_mnist", depth=1, d_model=16, n_heads=2, d_ff=32, epochs=1, 
 
 @pytest.fixture
 def tiny(monkeypatch):
-    profile = replace(profiles.PROFILES["ci"], name="tiny", tasks={"pairs": TINY}, depth_sweep=None,
+    profile = replace(profiles.PROFILES["three-task"], name="tiny", tasks={"pairs": TINY}, depth_sweep=None,
                       train_seeds=(3, 4), n_iter=10, scratch_tasks=())
     monkeypatch.setitem(profiles.PROFILES, "tiny", profile)
     return profile
@@ -34,8 +34,8 @@ def test_list_gives_one_command_per_training(tiny, capsys):
     assert full[-1].command().endswith(f"--seed {sweep.seeds[-1]} --device cuda --depth "
                                        f"{new_depths[-1]}")
     assert [t.variant for t in full].index("pure-no-ln") < [t.depth for t in full].index(3)
-    pure = trainings.planned("ci", tuple(trainings.PURE))
-    assert {t.seed for t in pure} == set(profiles.PROFILES["ci"].scratch_seeds)
+    pure = trainings.planned("three-task", tuple(trainings.PURE))
+    assert {t.seed for t in pure} == set(profiles.PROFILES["three-task"].scratch_seeds)
     assert {t.variant for t in pure} == set(trainings.PURE)
 
 
@@ -64,8 +64,8 @@ def test_trainings_run_side_by_side_in_two_workers(tmp_path, capsys):
 def test_the_depth_sweep_trains_each_model_once():
     """The sweep's models at the depth of chapter 5's task, on its data and schedule, are
     chapter 5's own (same task, same seeds): planned once, not twice."""
-    settings = profiles.PROFILES["ci-book"]
-    sweep, plan = settings.depth_sweep, trainings.planned("ci-book")
+    settings = profiles.PROFILES["ci"]
+    sweep, plan = settings.depth_sweep, trainings.planned("ci")
     assert len(plan) == len(set(plan))
     shared = [t for t in trainings.swept(settings) if t.task_of(settings) ==
               settings.tasks[sweep.task] and t.seed in settings.train_seeds]
@@ -76,7 +76,7 @@ def test_the_depth_sweep_trains_each_model_once():
     assert {t.task_of(settings).depth for t in plan if t.depth} == \
         set(sweep.depths) - {settings.tasks[sweep.task].depth}
     # chapter 5 trains its own models only; the sweep's others are chapter 6's
-    assert not [t for t in trainings.planned("ci-book", ("complete",), sweep=False) if t.depth]
+    assert not [t for t in trainings.planned("ci", ("complete",), sweep=False) if t.depth]
     with pytest.raises(ValueError, match="sweeps the depths 3, 6, 12, 24; got depth 5"):
         profiles.sweep_task(settings, 5)
 
