@@ -458,9 +458,9 @@ def test_mechanism_contrast_leaves_out_the_depths_where_a_value_is_at_the_floor(
         assert (r.found, r.outcome, r.requirement, r.units) == \
             (e["found"], e["outcome"], e["requirement"], e["units"])
     assert results[0].units == (4,) and results[0].censored == 0
-    # 2 selections x (unit 4 at depths 2-10, units 0-3 at depths 7-10) of 2 x 5 units x 9
-    assert results[0].note == ("50 of 90 values, at positions with one at the rounding floor; "
-                               "units [4]: no position above the floor (left out)")
+    # unit 4 at depths 2-10, units 0-3 at depths 7-10, of 5 units x 9 depths
+    assert results[0].note == ("25 of 45 (training seed, depth) pairs with a value at the "
+                               "rounding floor; units [4]: no depth above the floor (left out)")
     assert results[1].note == ""
 
 
@@ -857,13 +857,13 @@ def test_claims_markdown_joins_the_rules_it_needs():
     claims = claims_markdown([c4a, c4a])
     assert claims.startswith(c4a.markdown() + "\n" + c4a.markdown() + "\n\nEach comparison is "
                              "Sinkhorn / softmax over independent units")
-    assert "with more than half the values tied there is no verdict. A claim is decided by its "\
+    assert "since a difference of two bounds can take any size. A claim is decided by its "\
         "primary tests alone" in claims
     assert claims.endswith("A claim decided by a numerical check is reproduced when the check "
                            "passes.")
     questions = claims_markdown([b2])
     assert questions.startswith(b2.markdown() + "\n\nEach comparison")
-    assert "no verdict. An open question's verdict says what" in questions
+    assert "any size. An open question's verdict says what" in questions
     assert "A claim is decided" not in questions
     both = claims_markdown([b2, c4a])
     assert "the check passes. An open question's verdict" in both

@@ -397,7 +397,7 @@ CLAIMS: dict[str, Registered] = {r.id: r for r in [
         Part("trained models, correlation broken", PATHS + "; every factor from one input "
              "against each factor from an independent input", "training seed", "contrast",
              "more", IMAGE, PRODUCTS, ("one input",), ("inputs mixed",), requires=True,
-             ratio=MIXED, identified=True),), caveat="decided on trained models only, which the paper's "
+             ratio=MIXED, identified=True),), caveat="tested on trained models only, which the paper's "
                "hypothesis concerns; chapter 4's random networks are description"),
     Registered("C7", "limitations: pure attention never trained from scratch; first-order "
                "bounds", untested="a statement of the paper's limits, not a result to "
@@ -765,8 +765,8 @@ def run(claim_id: str, part_name: str, data: pd.DataFrame, profile: Profile,
         # every unit is in both selections (`select`): the difference is over all of them
         second_rows = table.select(g, against, part.against_span or part.span, ks)
         if part.identified:
-            first_rows, second_rows, left_out = _identified(first_rows, second_rows,
-                                                            part.floor)
+            first_rows, second_rows, left_out = _identified(
+                first_rows, second_rows, part.floor, part.unit, part.span.noun.rstrip("s"))
             note += left_out
         first, second = (_scores(r, part.floor) for r in (first_rows, second_rows))
         diff = first[0] - second[0][first[0].index]
@@ -783,21 +783,22 @@ def run(claim_id: str, part_name: str, data: pd.DataFrame, profile: Profile,
     return results
 
 
-def _identified(first: pd.DataFrame, second: pd.DataFrame, floor: float
-                ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+def _identified(first: pd.DataFrame, second: pd.DataFrame, floor: float, unit: str,
+                position: str) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """The rows of both selections of a contrast at each unit's positions where no value of
-    either is at the rounding floor (`floor`), and what was left out, in words."""
+    either is at the rounding floor (`floor`), and what was left out, in words (`unit` and
+    `position` name them: 'training seed', 'depth')."""
     keys = ["unit", "position"]
     above = pd.concat([first, second]).assign(
         above=lambda d: (d["softmax"] > floor) & (d["sinkhorn"] > floor))
     kept = above.groupby(keys)["above"].all()
     kept = kept[kept].index
     chosen = [rows[pd.MultiIndex.from_frame(rows[keys]).isin(kept)] for rows in (first, second)]
-    dropped = len(first) + len(second) - sum(map(len, chosen))
-    said = [f"{dropped} of {len(first) + len(second)} values, at positions with one at the "
-            "rounding floor"] if dropped else []
+    pairs = above.groupby(keys).ngroups
+    said = [f"{pairs - len(kept)} of {pairs} ({unit}, {position}) pairs with a value at the "
+            "rounding floor"] if pairs > len(kept) else []
     gone = sorted(set(first["unit"]) - set(chosen[0]["unit"]))
-    said += [f"units {_listed(gone)}: no position above the floor"] if gone else []
+    said += [f"units {_listed(gone)}: no {position} above the floor"] if gone else []
     return chosen[0], chosen[1], said
 
 

@@ -202,10 +202,13 @@ COMPARISON_RULE = (
     f"*undecided* otherwise or with fewer than {MIN_UNITS} units. A value at the rounding "
     "floor is censored: it enters as the floor, so where only one side is there the ratio "
     "understates the gap, and where both are the pair is a tie; with more than half the "
-    "values tied there is no verdict.")
+    "values tied there is no verdict. One test differs, and says so: a contrast of two ratios "
+    "registered as *identified* (C6d) leaves out, per unit, the positions where a value is "
+    "at the floor, since a difference of two bounds can take any size.")
 CLAIM_RULE = (
     "A claim is decided by its primary tests alone, registered before anything ran (the "
-    "claims ledger prints the registry): one test per task of each of its parts, in the "
+    "claims ledger prints the registry; C6d's floor rule is the one later change, made after "
+    "a run found its ratio driven by values at the floor, and chapter 6 says so): one test per task of each of its parts, in the "
     "direction the paper reports. A claim is *reproduced* when every test agrees with the "
     "paper, *partly reproduced* when some do and none shows the opposite, *mixed* when some "
     "agree and some show the opposite beyond the margin (the tests point both ways), "
