@@ -136,7 +136,7 @@ pd.DataFrame([{"task": names.TASKS[role], "dataset": train.source, "train / test
 # %% tags=["hide-output"]
 trainings.run_all(trainings.planned(settings.name, ("complete",), sweep=False),
                   settings.train_jobs, chapter.device)  # the missing ones, side by side
-results = {role: tm.train_models(task, *data[role], settings.train_seeds, chapter.device,
+results = {role: tm.train_models(task, *data[role], settings.seeds_of(role), chapter.device,
                                  settings.n_iter) for role, task in tasks.items()}
 accuracy = tm.accuracy_table(results)
 
@@ -150,7 +150,7 @@ names.readable(shown.assign(dataset=shown["dataset"].map(names.dataset)), TITLES
 # %% tags=["remove-cell"]
 chapter.glue({f"ch5_acc_{role}_{name}": accuracy.loc[(role, slice(None), name), "accuracy"].item()
               for role in tasks for name in ("softmax", "sinkhorn")} |
-             {"ch5_seeds": len(settings.train_seeds), "ch5_keys": retrieval.KEYS,
+             {"ch5_seeds": tm.seed_counts(settings, TITLES), "ch5_keys": retrieval.KEYS,
               "ch5_values": retrieval.VALUES, "ch5_jobs": settings.train_jobs,
               "ch5_sharp_start": tasks["retrieval"].logit_init,
               "ch5_window": tm.PLATEAU["window"], "ch5_fraction": 100 * tm.PLATEAU["fraction"]})

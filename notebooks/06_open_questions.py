@@ -70,7 +70,7 @@ data = {role: load_task(task) for role, task in tasks.items()}
 TITLES = tm.task_titles(data)
 tests = {role: test for role, (_, test) in data.items()}
 # chapter 5's complete models (cached: trained there, loaded here)
-complete = {role: tm.train_models(task, *data[role], settings.train_seeds, chapter.device,
+complete = {role: tm.train_models(task, *data[role], settings.seeds_of(role), chapter.device,
                                   settings.n_iter) for role, task in tasks.items()}
 models = {role: {key: r.model for key, r in by_model.items()} for role, by_model in complete.items()}
 
@@ -101,7 +101,7 @@ chance = {role: 1 / len(data[role][0].classes) for role in settings.scratch_task
 
 # %% tags=["remove-cell"]
 chapter.glue({"ch6_seeds": len(settings.scratch_seeds),
-              "ch6_train_seeds": len(settings.train_seeds),
+              "ch6_train_seeds": tm.seed_counts(settings, TITLES),
               "ch6_chance": ", ".join(f"{c:.3f}" for c in chance.values()),
               "ch6_scratch_tasks": ", ".join(TITLES[r] for r in settings.scratch_tasks),
               "ch6_acc_inputs": oq.ACCURACY_INPUTS})

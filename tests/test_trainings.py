@@ -37,6 +37,20 @@ def test_list_gives_one_command_per_training(tiny, capsys):
     pure = trainings.planned("three-task", tuple(trainings.PURE))
     assert {t.seed for t in pure} == set(profiles.PROFILES["three-task"].scratch_seeds)
     assert {t.variant for t in pure} == set(trainings.PURE)
+    assert tm.seed_counts(tiny) == "2"
+
+
+def test_a_tasks_own_seeds_replace_the_profiles_for_that_task_only(tiny, monkeypatch):
+    own = replace(tiny, tasks={"pairs": TINY, "more": replace(TINY, seeds=(7, 8, 9))})
+    monkeypatch.setitem(profiles.PROFILES, "tiny", own)
+    seeds = {}
+    for t in trainings.planned("tiny"):
+        seeds.setdefault((t.task, t.normalization), []).append(t.seed)
+    assert seeds == {("pairs", "softmax"): [3, 4], ("pairs", "sinkhorn"): [3, 4],
+                     ("more", "softmax"): [7, 8, 9], ("more", "sinkhorn"): [7, 8, 9]}
+    assert own.seeds_of("more") == (7, 8, 9) and own.seeds_of("pairs") == (3, 4)
+    assert tm.seed_counts(own) == "2 (pairs) and 3 (more)"
+    assert tm.seed_counts(own, {"more": "More"}) == "2 (pairs) and 3 (More)"
 
 
 def test_trainings_run_side_by_side_in_two_workers(tmp_path, capsys):
@@ -68,7 +82,7 @@ def test_the_depth_sweep_trains_each_model_once():
     sweep, plan = settings.depth_sweep, trainings.planned("ci")
     assert len(plan) == len(set(plan))
     shared = [t for t in trainings.swept(settings) if t.task_of(settings) ==
-              settings.tasks[sweep.task] and t.seed in settings.train_seeds]
+              settings.tasks[sweep.task] and t.seed in settings.seeds_of(sweep.task)]
     assert shared and not set(shared) & set(plan)
     assert all(replace(t, depth=None) in plan for t in shared)
     swept = {(t.depth, t.normalization, t.seed) for t in trainings.swept(settings)}

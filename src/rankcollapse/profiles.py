@@ -34,6 +34,7 @@ class Task:
     train_limit: int | None = None  # use only the first N training samples
     test_limit: int | None = None  # and the first N test samples
     logit_init: float | None = None  # attention-logit scale at initialisation (EncoderConfig)
+    seeds: tuple[int, ...] = ()  # this task's training seeds (empty: the profile's train_seeds)
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,11 @@ class Profile:
     control_scales: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
     rhos: tuple[float, ...] = (0.0, 0.5, 0.9, 0.99)
 
+    def seeds_of(self, role: str) -> tuple[int, ...]:
+        """The training seeds of the task `role` (one model per seed and normalization): its
+        own, else the profile's `train_seeds`."""
+        return self.tasks[role].seeds or self.train_seeds
+
     def __post_init__(self):
         if self.depth_sweep is not None and self.depth_sweep.task not in self.tasks:
             raise ValueError(f"profile {self.name!r}: the depth sweep's task "
@@ -136,19 +142,26 @@ class Profile:
 SHARP_START = 3.0
 
 # The paper's depth, 24 layers, at width 48 (4 heads), on two of its tasks: the MNIST stand-in
-# on its first 2,000 training digits for 20 epochs, and the retrieval task (whose attention
-# must find one token) on its 8,000 examples for 12; 5 seeds per normalization. Measured on
-# one thread at depth 24: MNIST for 30 epochs, 160 s (softmax) and 192 s (Sinkhorn), the
-# held-out loss no longer falling from about epoch 18 (accuracy 0.87; with 8,000 digits, 0.95
-# but four times the time); retrieval for 10 epochs, 139 s and 172 s, accuracy flat from
-# epoch 8 (0.99) but its held-out loss still falling by 5-7% over the last two epochs in 3 of
-# 10 models (chapter 5's plateau criterion), hence 12. The text and
-# Cats stand-ins at this depth would double chapter 5's time: `ci` leaves them to `full`
-# (at depth 6 they had taken a fifth of it). The depth sweep below trains the MNIST model at 3,
-# 6, 12 and 24 layers on the same data and schedule; its 24 layers are chapter 5's models.
+# on its first 2,000 training digits for 15 epochs, and the retrieval task (whose attention
+# must find one token) on its 8,000 examples for 12. Measured on one thread at depth 24: MNIST
+# for 30 epochs, 160 s (softmax) and 192 s (Sinkhorn), the held-out loss no longer falling
+# from about epoch 18 (accuracy 0.87; with 8,000 digits, 0.95 but four times the time); for 20
+# epochs (cosine decay to zero), flat over the last four. Retrieval for 10 epochs, 139 s and
+# 172 s, accuracy flat from epoch 8 (0.99) but its held-out loss still falling by 5-7% over
+# the last two epochs in 3 of 10 models (chapter 5's plateau criterion), hence 12.
+# Seeds: C4a's detectable ratio (the registry's power statement) depends on the spread of the
+# per-seed mean log ratio between trained models; measured on 5 MNIST seeds it was sd 0.31
+# (0.27 with four times the test inputs: the spread lies between models, not inputs), so a
+# detectable ratio of at most 1.3 needs about 16-20 seeds there, and MNIST trains 18 (for 15
+# epochs instead of 20, to pay for them); the retrieval task's spread is 0.006, and 5 seeds
+# detect 1.10. The text and Cats stand-ins at this depth would double chapter 5's time: `ci`
+# leaves them to `full` (at depth 6 they had taken a fifth of it). The depth sweep below
+# trains the MNIST model at 3, 6, 12 and 24 layers on the same data and schedule; its 24
+# layers are chapter 5's models (seeds 0-4).
 _CI_TASKS = {
-    "mnist": Task("mnist10k", depth=24, d_model=48, n_heads=4, d_ff=96, epochs=20,
-                  batch_size=128, lr=2e-3, warmup_steps=30, patch=7, train_limit=2000),
+    "mnist": Task("mnist10k", depth=24, d_model=48, n_heads=4, d_ff=96, epochs=15,
+                  batch_size=128, lr=2e-3, warmup_steps=30, patch=7, train_limit=2000,
+                  seeds=tuple(range(18))),
     "retrieval": Task("retrieval", depth=24, d_model=48, n_heads=4, d_ff=96, epochs=12,
                       batch_size=128, lr=2e-3, warmup_steps=30, max_len=17,
                       logit_init=SHARP_START),
@@ -193,7 +206,8 @@ PROFILES["smoke"] = replace(
     PROFILES["ci"], name="smoke", n_samples=8, n_paths=10, n_pools=4, paths_per_pool=5,
     n_eval=16, train_seeds=(0, 1, 2), scratch_seeds=(0, 1), lipschitz_draws=2,
     layernorm_draws=4,
-    tasks={role: replace(task, epochs=1, train_limit=256) for role, task in _CI_TASKS.items()},
+    tasks={role: replace(task, epochs=1, train_limit=256, seeds=())
+           for role, task in _CI_TASKS.items()},
     depth_sweep=DepthSweep("mnist", depths=(2, 4), seeds=(0, 1, 2)))
 
 

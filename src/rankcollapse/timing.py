@@ -280,7 +280,7 @@ def training_estimate(profile, device: torch.device, steps: int = 5, seed: int =
             step()
             seconds = statistics.median(_timed(device, step) for _ in range(steps))
             per_epoch = -(-record(task.dataset).train_size // task.batch_size)
-            total = task.epochs * per_epoch * len(profile.train_seeds)
+            total = task.epochs * per_epoch * len(profile.seeds_of(role))
             rows.append({"task": role, "dataset": task.dataset, "normalization": name,
                          "seconds_per_step": seconds, "steps": total,
                          "estimated_hours": seconds * total / 3600, "device": device.type})

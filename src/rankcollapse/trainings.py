@@ -81,11 +81,11 @@ def planned(profile: str, variants=VARIANTS, sweep: bool = True) -> list[Trainin
     own) the depth sweep's models that chapter 5 has not trained already."""
     settings = get_profile(profile)
     complete = [Training(settings.name, task, name, seed) for task in settings.tasks
-                for name in NORMALIZATIONS for seed in settings.train_seeds]
+                for name in NORMALIZATIONS for seed in settings.seeds_of(task)]
     pure = [Training(settings.name, task, name, seed, variant) for task in settings.scratch_tasks
             for variant in PURE for name in NORMALIZATIONS for seed in settings.scratch_seeds]
     new = [t for t in swept(settings) if sweep and not (
-        t.task_of(settings) == settings.tasks[t.task] and t.seed in settings.train_seeds)]
+        t.task_of(settings) == settings.tasks[t.task] and t.seed in settings.seeds_of(t.task))]
     return [t for t in complete + pure + new if t.variant in variants]
 
 

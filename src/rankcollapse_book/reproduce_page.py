@@ -27,7 +27,7 @@ LABELS = {  # Profile field -> what it sets (chapter)
     "n_paths": "sampled attention paths per depth, trained models (chapter 5)",
     "n_pools": "independent pools of random matrices or networks (chapters 4, 5)",
     "paths_per_pool": "sampled paths per depth in each pool",
-    "train_seeds": "training seeds per task and normalization (chapter 5)",
+    "train_seeds": "training seeds per task and normalization, where a task sets none (chapter 5)",
     "n_eval": "test inputs analysed per trained model (chapters 5, 6)",
     "scratch_tasks": "tasks also trained as pure attention (chapter 6)",
     "scratch_seeds": "training seeds of the pure-attention models (chapter 6)",
@@ -55,10 +55,18 @@ TASK_ROWS = {  # chapter 5, per task: label -> how to read it from the Task
     "layers, width, heads, FFN width": lambda t: f"{t.depth}, {t.d_model}, {t.n_heads}, {t.d_ff}",
     "epochs, batch size, learning rate": lambda t: f"{t.epochs}, {t.batch_size}, {t.lr:g}",
     "training examples": lambda t: f"first {t.train_limit:,}" if t.train_limit else "all",
+    "training seeds": lambda t: _seeds(t.seeds) if t.seeds else "the profile's",
     "input": lambda t: (f"{t.max_len} tokens" if dataset_record(t.dataset).kind == "text" else
                         f"{t.patch}x{t.patch} patches"
                         + (f" of {t.image_size}x{t.image_size} images" if t.image_size else "")),
 }
+
+
+def _seeds(seeds: tuple[int, ...]) -> str:
+    """'0, 1, 2', or '0-17 (18 seeds)' for a longer run of consecutive seeds."""
+    if len(seeds) > 5 and list(seeds) == list(range(seeds[0], seeds[0] + len(seeds))):
+        return f"{seeds[0]}-{seeds[-1]} ({len(seeds)} seeds)"
+    return ", ".join(map(str, seeds))
 
 
 def _value(profile: Profile, name: str) -> str:

@@ -16,6 +16,8 @@ say so (`learned`). Before them, where the profile is not the paper's, the cavea
 
 from __future__ import annotations
 
+from rankcollapse.experiments.trained_models import seed_counts
+from rankcollapse.names import TASKS
 from rankcollapse.profiles import Profile, get_profile
 from rankcollapse.stats import MARGIN, WORDS
 from rankcollapse_book.outcomes import (has_interval, readable, short_task, shown_results,
@@ -116,7 +118,7 @@ def caveat(profile: str) -> str | None:
         return None
     settings = get_profile(profile)
     return DEMONSTRATION.format(profile=f"`{profile}`", size=model_size(settings),
-                                seeds=len(settings.train_seeds),
+                                seeds=seed_counts(settings, TASKS),
                                 paper=model_size(get_profile("full")))
 
 

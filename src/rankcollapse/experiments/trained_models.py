@@ -60,6 +60,17 @@ def one_size(tasks: dict[str, Task], size: str) -> str:
     return " or ".join(f"{v:g}" for v in values)
 
 
+def seed_counts(settings: Profile, titles: dict[str, str] | None = None) -> str:
+    """How many training seeds per normalization: '5' where every task trains as many, else
+    each task's count with its title (its role without `titles`): '18 (MNIST ...) and 5
+    (retrieval)'."""
+    counts = {role: len(settings.seeds_of(role)) for role in settings.tasks}
+    if len(set(counts.values())) <= 1:
+        return str(next(iter(counts.values()), len(settings.train_seeds)))
+    words = [f"{n} ({(titles or {}).get(role, role)})" for role, n in counts.items()]
+    return ", ".join(words[:-1]) + " and " + words[-1]
+
+
 def models_data(tasks: dict[str, Task], titles: dict[str, str], roles=None) -> str:
     """What a claim's trained models are, for the ledger's data column: 'trained models:
     MNIST digits (...), 24 layers of width 48 on the first 2,000 training examples; ...'
