@@ -1051,7 +1051,7 @@ def test_spans_resolve_against_the_registered_depth_of_each_task():
 
 def test_registered_words_are_refused_when_misspelt():
     with pytest.raises(ValueError, match=r"^C4a: unknown rule 'claims'; the rules are claim, "
-                                         r"finding, iterations$"):
+                                         r"finding, trend, iterations$"):
         replace(CLAIMS["C4a"], rule="claims")
     with pytest.raises(ValueError, match=r"^part 'trained models': unknown task set 'each "
                                          r"trained tasks'; a part's tasks are one of 'each "

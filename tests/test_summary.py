@@ -143,7 +143,7 @@ def test_a_power_of_ten_takes_no_second_times_sign():
 
 
 def test_the_depth_sweeps_trend_in_words_about_the_advantage():
-    b5 = {"id": "B5", "verdict": "Sinkhorn higher in part", "results": [
+    b5 = {"id": "B5", "verdict": "grows with depth in part", "results": [
         result("depth sweep, with skips", MNIST, "more", 1.2, 1.0, 1.44),
         result("depth sweep, without skips", MNIST, "undecided", 0.65, 0.2, 2.0)]}
     said = sentences(rows() + [b5], "three-task")

@@ -9,7 +9,9 @@ import pytest
 from rankcollapse.verdicts import (Result, boundary, alternative, calibration, check_result,
                                    claim_verdict, finding_verdict, iterations_verdict,
                                    part_words, result_words,
-                                   results_sentence, simulate_outcomes)
+                                   results_sentence, simulate_outcomes, trend_verdict,
+                                   TREND_VERDICTS, TREND_WORDS)
+from rankcollapse import registry
 
 
 @pytest.mark.parametrize("outcomes, expected", [
@@ -513,3 +515,17 @@ def test_false_opposite_matches_the_plain_loop(direction):
     c = calibration(tests, direction, 2, runs=80, seed=3)
     *_, false_opposite, best = plain_calibration(tests, direction, 2, 80, 3, 1.5, full=True)
     assert (c.false_opposite, c.best) == (false_opposite, best)
+
+
+def test_a_trend_over_depths_is_said_as_a_change_with_depth():
+    """B5's rule is the finding rule about the change per doubling of depth, in its words."""
+    assert trend_verdict(["more", "undecided"]) == "grows with depth in part"
+    assert trend_verdict(["less", "less"]) == "shrinks with depth"
+    assert trend_verdict(["parity", "parity"]) == "steady with depth"
+    assert trend_verdict(["more", "less"]) == "mixed"
+    assert trend_verdict(["undecided", "not more"]) == "undecided"
+    assert set(TREND_WORDS.values()) <= set(TREND_VERDICTS)
+    with pytest.raises(ValueError, match="unknown verdict 'Sinkhorn higher' for B5"):
+        registry.Claim("B5", "Sinkhorn higher", "")
+    assert registry.registered("B5").rule == "trend"
+    assert registry.decide("B5", []) == "not testable here"

@@ -44,8 +44,8 @@ from .profiles import Profile
 from .stats import (DIRECTIONS, MARGIN, MIN_UNITS, Estimate, censored_logs, family_level,
                     found_of, groups_estimate, groups_tied, mostly_at_floor, outcome_of, paired_estimate)
 from .verdicts import (CLAIM_RULE, CLAIM_VERDICTS, COMPARISON_RULE, FINDING_RULE,
-                       FINDING_VERDICTS, SHARE, TOLERANCE, Result, claim_verdict,
-                       finding_verdict, iterations_verdict)
+                       FINDING_VERDICTS, SHARE, TREND_VERDICTS, TOLERANCE, Result, claim_verdict,
+                       finding_verdict, iterations_verdict, trend_verdict)
 
 ACCURACY_MARGIN = 0.01  # accuracies within a factor 1.01 of each other match
 ENTROPY_MARGIN = 0.01  # entropies of rows that are all near log n: 1% is a real change
@@ -251,7 +251,7 @@ IDENTIFIED = ("; each unit over its positions at which no value of either select
 ONE_VALUE = "one value per unit"
 
 
-RULES = ("claim", "finding", "iterations")  # how `decide` decides a claim
+RULES = ("claim", "finding", "trend", "iterations")  # how `decide` decides a claim
 
 
 @dataclass(frozen=True)
@@ -448,7 +448,7 @@ CLAIMS: dict[str, Registered] = {r.id: r for r in [
                         "trend", "either", _swept, LATE, (variant,), ratio=PER_DOUBLING)
                    for where, variant in (("with skips", "full model"),
                                           ("without skips", "without skip"))),
-               rule="finding"),
+               rule="trend"),
 ]}
 FINDINGS = tuple(i for i, r in CLAIMS.items() if r.finding)
 
@@ -948,6 +948,8 @@ def decide(claim_id: str, results: list[Result]) -> str:
         most = max(ITERATIONS)
         return iterations_verdict({t: {most: "parity", **per} for t, per in per_task.items()}
                                   )[0] if per_task else "not testable here"
+    if rule == "trend":
+        return trend_verdict([r.found for r in results])
     return finding_verdict([r.found for r in results])
 
 
@@ -972,7 +974,8 @@ class Claim:
         entry = registered(self.id)
         for part in dict.fromkeys(r.part for r in self.results):
             entry.part(part)  # a misspelt part name: a ValueError naming the parts
-        valid = FINDING_VERDICTS if self.id in FINDINGS else CLAIM_VERDICTS
+        valid = (TREND_VERDICTS if entry.rule == "trend" else
+                 FINDING_VERDICTS if entry.finding else CLAIM_VERDICTS)
         if self.verdict not in valid:
             raise ValueError(f"unknown verdict {self.verdict!r} for {self.id}; valid: "
                              f"{', '.join(valid)}")

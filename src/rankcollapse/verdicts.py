@@ -33,10 +33,16 @@ OUTCOME_WORDS = {"agrees": "agrees with the paper", "against": "against the pape
 CLAIMED = tuple(d for d in DIRECTIONS if d != "either")  # what a claim's tests can state
 # Findings of the open questions: a direction everywhere or in part, parity, both
 # directions (mixed), nothing decided; the iterations (B4) have their own words.
+# A trend over depths (B5) says how the advantage changes: the same findings, in its words.
+TREND_WORDS = {"Sinkhorn higher": "grows with depth", "Sinkhorn lower": "shrinks with depth",
+               "Sinkhorn higher in part": "grows with depth in part",
+               "Sinkhorn lower in part": "shrinks with depth in part",
+               "parity": "steady with depth", "parity in part": "steady with depth in part"}
 FINDING_VERDICTS = ("Sinkhorn higher", "Sinkhorn lower", "Sinkhorn higher in part",
                     "Sinkhorn lower in part", "parity", "parity in part", "mixed",
                     "fewer iterations suffice",
                     "all iterations needed", "undecided", "not testable here")
+TREND_VERDICTS = (*TREND_WORDS.values(), "mixed", "undecided", "not testable here")
 SHARE = 0.99  # a check over many matrices passes when at least this share passes
 TOLERANCE = 1e-6  # the marginal error below which attention counts as doubly stochastic
 LEARNED = 0.1  # a model learned its task when it beats chance by more than this accuracy
@@ -226,9 +232,20 @@ FINDING_RULE = (
     "(*lower*) when every test finds it so, *in part* when the others find parity or are "
     "undecided, *mixed* when both directions occur, *parity* when every test shows parity, "
     "*parity in part* when some do and the rest are undecided (or exclude only one "
-    "direction), *undecided* when nothing is decided; for the iterations (B4), "
+    "direction), *undecided* when nothing is decided; for a trend over depths (B5), the "
+    "same words about the change per doubling of depth: *grows with depth*, *shrinks with "
+    "depth*, *steady with depth* (within the margin), each *in part* as above; for the "
+    "iterations (B4), "
     "the fewest iterations whose accuracy shows parity with 50 in every task, tested from "
     "50 down.")
+
+
+def trend_verdict(found: list[str]) -> str:
+    """What the primary tests of a trend over depths found, in `TREND_WORDS`: the finding
+    rule (`finding_verdict`) applied to the factor by which the advantage changes per
+    doubling of depth ('more': it grows)."""
+    verdict = finding_verdict(found)
+    return TREND_WORDS.get(verdict, verdict)
 
 
 def result_words(r: Result, unit: str | tuple[str, str] = "seeds") -> str:
