@@ -216,3 +216,17 @@ def test_the_whole_jacobian_check_stays_small_at_every_profile():
     assert oq.check_tokens(32, 16) == 16  # ci: the chapter's first size itself
     assert oq.check_tokens(128, 64) * 128 <= oq.CHECK_ENTRIES  # full: fewer tokens
     assert oq.check_tokens(4096, 64) == 2
+
+
+def test_whether_the_pure_models_learned_is_said_once_when_none_did():
+    acc = pd.DataFrame({"task": "mnist", "variant": "pure attention, LayerNorm",
+                        "normalization": ["softmax", "sinkhorn"], "seed": 0,
+                        "accuracy": [0.09, 0.102]})
+    titles = {"mnist": "MNIST"}
+    assert oq._learned_words(acc, acc.iloc[:0], titles).startswith("Every model trained pure")
+    assert oq._learned_words(acc, acc, titles).startswith(
+        "None of the 2 models trained pure beats chance by more than 0.1 (test accuracy "
+        "0.090–0.102): they did not learn")
+    assert oq._learned_words(acc, acc.iloc[:1], titles) == (
+        "Models trained pure within 0.1 of chance (they did not learn): MNIST, pure "
+        "attention, LayerNorm, softmax, seed 0 (0.090).")

@@ -138,6 +138,22 @@ SCRATCH_PARTS = {"pure attention, LayerNorm": "trained pure, LayerNorm",
                  "pure attention, no LayerNorm": "trained pure, no LayerNorm"}
 
 
+def _learned_words(accuracy: pd.DataFrame, failed: pd.DataFrame, titles: dict[str, str]
+                   ) -> str:
+    """Whether the models trained pure learned: all did, none did (with the range of their
+    accuracies), or which did not."""
+    if failed.empty:
+        return f"Every model trained pure beats chance by more than {LEARNED:g}."
+    if len(failed) == len(accuracy):
+        return (f"None of the {len(failed)} models trained pure beats chance by more than "
+                f"{LEARNED:g} (test accuracy {failed['accuracy'].min():.3f}–"
+                f"{failed['accuracy'].max():.3f}): they did not learn, and their residuals "
+                "below are those of models that did not learn.")
+    return (f"Models trained pure within {LEARNED:g} of chance (they did not learn): "
+            + "; ".join(f"{titles[r.task]}, {r.variant}, {display(r.normalization)}, seed "
+                        f"{r.seed} ({r.accuracy:.3f})" for r in failed.itertuples()) + ".")
+
+
 def scratch_claim(accuracy: pd.DataFrame, residuals: pd.DataFrame, contrast: pd.DataFrame,
                   chance: dict[str, float], titles: dict[str, str], profile: Profile) -> Claim:
     """B1: whether pure attention trained from scratch learns (mean accuracy against each
@@ -148,10 +164,7 @@ def scratch_claim(accuracy: pd.DataFrame, residuals: pd.DataFrame, contrast: pd.
                             sort=False)["accuracy"].mean()
     scratch_acc = accuracy[accuracy["training"] == "from scratch"]
     failed = scratch_acc[scratch_acc["accuracy"] < scratch_acc["task"].map(chance) + LEARNED]
-    parts = [f"Every model trained pure beats chance by more than {LEARNED:g}." if failed.empty
-             else f"Models trained pure within {LEARNED:g} of chance (they did not learn): "
-             + "; ".join(f"{titles[r.task]}, {r.variant}, {display(r.normalization)}, seed "
-                         f"{r.seed} ({r.accuracy:.3f})" for r in failed.itertuples()) + "."]
+    parts = [_learned_words(scratch_acc, failed, titles)]
     trained_pure = residuals[residuals["training"] == "from scratch"]
     tested = []
     for variant, part in SCRATCH_PARTS.items():
