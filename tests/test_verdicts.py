@@ -81,7 +81,7 @@ def test_checks_and_their_words():
                                                               "against")
     assert check_result("p", "t", None, None).outcome == "untested"
     floor = check_result("p", "t", 2.2e-15, True, bound="≤")
-    assert result_words(floor) == "≤2.2e-15"
+    assert result_words(floor) == "≤2.2×10⁻¹⁵"
     assert results_sentence([ok]) == "t: the checked value 0.500: the check passes."
     assert results_sentence([ok], ratio="smallest bound / measured") == \
         "t: smallest bound / measured 0.500: the check passes."
@@ -91,6 +91,10 @@ def test_results_read_with_their_interval_level_units_and_power():
     r = Result("trained models", "text", 1.32, "more", "agrees", 1.1, 1.58, 1 - 0.05 / 3, (5,),
                1.45)
     assert result_words(r) == "1.32 (98.3% interval 1.10–1.58, 5 seeds; detectable 1.45)"
+    floored = replace(r, number=2.86e4, low=38.1, high=2.15e7, censored=60, values=115)
+    assert result_words(floored) == (
+        "2.86×10⁴ (98.3% interval 38.1–2.15×10⁷, 5 seeds; detectable 1.45; 60 of 115 values "
+        "at the rounding floor, where a ratio is only a bound)")
     assert results_sentence([r]) == ("text: Sinkhorn / softmax 1.32 (98.3% interval "
                                      "1.10–1.58, 5 seeds; detectable 1.45): higher.")
     assert results_sentence([r], ratio="Sinkhorn / softmax early, divided by that late") == (

@@ -121,13 +121,22 @@ def check_count(name: str, value, least: int = 1) -> int:
     return int(value)
 
 
+SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
 def significant(x: float, digits: int = 3) -> str:
-    """`digits` significant digits for prose: 0.909, 1.00, 555, 1530, 2.5e-07 (four:
-    0.9987, 1.000, for ratios judged within a narrow margin)."""
+    """`digits` significant digits for prose: 0.909, 1.00, 555, 1530 (four: 0.9987, 1.000,
+    for ratios judged within a narrow margin); outside 0.001-10000, a power of ten written
+    out with up to `digits` digits: 2.5×10⁻⁷, 2.86×10⁴, 10⁻⁹; zero is 0."""
     if not math.isfinite(x):
         return f"{x:g}"
-    if not 1e-3 <= abs(x) < 1e4:  # zero, tiny or huge
-        return f"{x:.2g}"
+    if x == 0:
+        return "0"
+    if not 1e-3 <= abs(x) < 1e4:  # tiny or huge
+        mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
+        mantissa = f"{float(mantissa):g}"  # without trailing zeros: 1.20 -> 1.2, 1.00 -> 1
+        power = f"10{str(int(exponent)).translate(SUPERSCRIPT)}"
+        return mantissa[:-1] + power if mantissa in ("1", "-1") else f"{mantissa}×{power}"
     if abs(x) >= 1e3:
         return f"{x:.0f}"
     return f"{x:#.{digits}g}".removesuffix(".")

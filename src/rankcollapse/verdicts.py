@@ -250,7 +250,8 @@ def trend_verdict(found: list[str]) -> str:
 
 def result_words(r: Result, unit: str | tuple[str, str] = "seeds") -> str:
     """'1.32 (98.3% interval 1.10–1.58, 5 seeds; detectable 1.45)' for a test (for two
-    groups, `unit` names each: '3 seeds and 12 pools'); the value for a check."""
+    groups, `unit` names each: '3 seeds and 12 pools'; where values were at the rounding
+    floor, how many); the value for a check."""
     if r.number is None or not math.isfinite(r.number):
         return "no estimate"
     if r.low is None or not math.isfinite(r.low):
@@ -260,8 +261,10 @@ def result_words(r: Result, unit: str | tuple[str, str] = "seeds") -> str:
     d = digits_for(r.margin)
     detect = (f"; detectable {significant(r.detectable, d)}"
               if r.detectable is not None and math.isfinite(r.detectable) else "")
+    floor = (f"; {r.censored} of {r.values} values at the rounding floor, where a ratio "
+             "is only a bound" if r.censored and r.values else "")
     return (f"{significant(r.number, d)} ({100 * r.level:.3g}% interval "
-            f"{significant(r.low, d)}–{significant(r.high, d)}, {units}{detect})")
+            f"{significant(r.low, d)}–{significant(r.high, d)}, {units}{detect}{floor})")
 
 
 # ----------------------------------------------------------------------------- calibration

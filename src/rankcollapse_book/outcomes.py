@@ -24,23 +24,15 @@ CHECK_WORDS = {"passes": "the check passes", "fails": "the check fails",
                "not checked": "not checked on this run"}
 TIED = " (mostly tied at the floor)"
 CENSORED = " ({censored} of {values} values at the floor)"
-SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 _TITLE = re.compile(r"^(?P<name>[^(]*?) \((?P<data>[^)]*)\)(?P<rest>.*)$")
 
 
 def readable(x: float, digits: int = 3) -> str:
-    """A number for a reader: `digits` significant digits, and powers of ten written out
-    (1.2×10⁻⁷, not 1.2e-07) outside 0.001–10000."""
-    if not math.isfinite(x):
-        return str(x)
-    if float(x).is_integer() and abs(x) < 1e4:  # zero too
+    """A number for a reader: `digits` significant digits, whole numbers below 10000 as
+    they are, and powers of ten written out (1.2×10⁻⁷, not 1.2e-07) outside 0.001–10000."""
+    if math.isfinite(x) and float(x).is_integer() and abs(x) < 1e4:  # zero too
         return f"{int(x)}"
-    if 1e-3 <= abs(x) < 1e4:
-        return significant(x, digits)
-    mantissa, exponent = f"{x:.2e}".split("e")  # three significant digits
-    mantissa = f"{float(mantissa):g}"  # without trailing zeros: 1.20 -> 1.2, 1.00 -> 1
-    power = f"10{str(int(exponent)).translate(SUPERSCRIPT)}"
-    return power if mantissa == "1" else f"{mantissa}×{power}"
+    return significant(x, digits) if math.isfinite(x) else str(x)
 
 
 def has_interval(r: dict) -> bool:
