@@ -17,5 +17,8 @@ def test_an_untested_statistical_test_reads_not_testable_with_its_reason():
 def test_a_note_of_a_test_that_ran_is_said_after_what_it_found():
     r = Result("trained models, at matched residual level", "MNIST digits", 1.3, "more",
                "agrees", 1.1, 1.5, 0.98, (8,), 1.2, values=8, sd=(0.1,),
-               note="without skip left out").record()
-    assert found_words("C4c", r).endswith(": higher (without skip left out)")
+               note="a note").record()
+    assert found_words("C4c", r).endswith(": higher (a note)")
+    r["note"], r["left_out"] = "", "without skip: no layer before collapse"
+    assert found_words("C4c", r).endswith(": higher (left out: without skip: no layer before "
+                                          "collapse)")

@@ -306,7 +306,7 @@ def assert_results(results, expected):
     assert len(results) == len(expected)
     for r, e in zip(results, expected):
         got = asdict(r)
-        e = {"note": "", **e}
+        e = {"note": "", "left_out": "", **e}
         assert set(got) == set(e)
         for key, value in e.items():
             assert _same(got[key], value), (r.task, key, got[key], value)
@@ -460,9 +460,9 @@ def test_mechanism_contrast_leaves_out_the_depths_where_a_value_is_at_the_floor(
             (e["found"], e["outcome"], e["requirement"], e["units"])
     assert results[0].units == (4,) and results[0].censored == 0
     # unit 4 at depths 2-10, units 0-3 at depths 7-10, of 5 units x 9 depths
-    assert results[0].note == ("25 of 45 (training seed, depth) pairs with a value at the "
-                               "rounding floor; units [4]: no depth above the floor (left out)")
-    assert results[1].note == ""
+    assert results[0].left_out == ("25 of 45 (training seed, depth) pairs with a value at the "
+                                   "rounding floor; units [4]: no depth above the floor")
+    assert results[1].left_out == "" and results[0].note == ""
 
 
 def test_identified_is_for_a_contrast_over_one_span():
@@ -1188,9 +1188,8 @@ def test_c4c_compares_each_variant_over_its_own_window():
     collapse = {(t, v): k for t in CI.tasks for v, k in ks.items()}
     results = run("C4c", MATCHED_PART, pd.DataFrame(rows), CI, collapse=collapse)
     assert all(r.number == pytest.approx(math.exp(0.3), rel=0.05) for r in results)
-    assert all(r.note.startswith("pure attention (no FFN, no skip): the softmax model keeps "
-                                 "less than half") and r.note.endswith("(left out)")
-               for r in results)
+    assert all(r.left_out.startswith("pure attention (no FFN, no skip): the softmax model "
+                                     "keeps less than half") and not r.note for r in results)
     assert all(r.units == (5,) for r in results)
 
 

@@ -179,9 +179,9 @@ def test_early_and_skip_contrasts_decide_c4b_and_c4c():
     assert c4b.verdict == "reproduced" and collapse.outcome == "agrees"
     # with skips: (2 log 4 + 4 log 2) / 6 cells = (4/3) log 2; without: log 1
     assert c4c.results[0].number == pytest.approx(2 ** (4 / 3)) and c4c.verdict == "reproduced"
-    assert c4c.results[0].note == ("without skip: the softmax model keeps less than half its "
-                                   "input's residual already at layer 1: no layer before "
-                                   "collapse to half (left out)")
+    assert c4c.results[0].left_out == ("without skip: the softmax model keeps less than half "
+                                       "its input's residual already at layer 1: no layer "
+                                       "before collapse to half")
     assert "T: k = 2 (full model) of 4 layers" in c4b.finding
     assert ("T: k = 2 (full model), k = 4 (without FFN), k = 0 (without skip), k = 1 (pure "
             "attention (no FFN, no skip)) of 4 layers") in c4c.finding

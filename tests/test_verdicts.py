@@ -156,13 +156,13 @@ def test_result_record_and_its_checks():
                           "outcome": "agrees", "low": 1.2, "high": 1.8, "level": 0.98,
                           "units": [5, 7], "detectable": 1.3, "censored": 2, "tied": 1,
                           "values": 20, "sd": [0.1, 0.2], "requirement": "more", "bound": "≤",
-                          "at": 3.0, "margin": 0.1, "note": ""}
+                          "at": 3.0, "margin": 0.1, "note": "", "left_out": ""}
     bare = Result("p", "t", None, "not checked", "untested")
     assert bare.record() == {"part": "p", "task": "t", "number": None, "found": "not checked",
                              "outcome": "untested", "low": None, "high": None, "level": None,
                              "units": [], "detectable": None, "censored": 0, "tied": 0,
                              "values": 0, "sd": [], "requirement": None, "bound": "",
-                             "at": None, "margin": 0.1, "note": ""}
+                             "at": None, "margin": 0.1, "note": "", "left_out": ""}
     why = Result("p", "t", None, "undecided", "untested", note="no layer after collapse")
     assert why.record()["note"] == "no layer after collapse"
     with pytest.raises(ValueError, match=r"^unknown outcome 'Agrees'; valid: agrees, against, "

@@ -778,8 +778,7 @@ def run(claim_id: str, part_name: str, data: pd.DataFrame, profile: Profile,
         result = _result(part, name, _estimate([diff]), level, first[1] + second[1],
                          first[2] + second[2], first[3] + second[3],
                          (float(diff.std(ddof=1)),), requirement, (len(diff),))
-        results.append(replace(result, note="; ".join(note) + " (left out)") if note
-                       else result)
+        results.append(replace(result, left_out="; ".join(note)) if note else result)
     return results
 
 

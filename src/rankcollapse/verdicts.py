@@ -58,7 +58,8 @@ class Result:
     `stats.POWER` (for a test of parity: the narrowest margin it could show), `found` what
     the interval found (`stats.FOUND`, or 'passes' / 'fails' for a check) and `outcome` what
     that means for the claim (`OUTCOMES`); `note` says in words why a test could not be
-    carried out (outcome 'untested'), or anything else its numbers do not say. `censored` values of `values` were at the
+    carried out (outcome 'untested'), or anything else its numbers do not say; `left_out`
+    what a test left out of its selection, and why. `censored` values of `values` were at the
     rounding floor, `tied` pairs at it on both sides; `sd` the spread of the per-unit scores
     per group, the basis of the power and of `calibration`; `requirement`, for a test that
     presupposes an advantage, what the test of that advantage found; `margin` the parity
@@ -85,6 +86,7 @@ class Result:
     at: float | None = None  # the setting a result is at, within its task (B4: iterations)
     margin: float = MARGIN  # the parity margin its interval was judged with
     note: str = ""  # why the test could not be carried out (outcome 'untested'), in words
+    left_out: str = ""  # what the test left out of its selection (and why), in words
 
     def __post_init__(self):
         if self.outcome not in OUTCOMES:

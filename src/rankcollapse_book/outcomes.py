@@ -99,7 +99,8 @@ def is_test(r: dict) -> bool:
 def found_words(claim_id: str, r: dict) -> str:
     """What the test found, of the estimate its part names: 'Sinkhorn / softmax early over
     that late: lower' (`stats.WORDS`), or what the check found."""
-    note = f" ({r['note']})" if r.get("note") else ""
+    note = (f" ({r['note']})" if r.get("note") else
+            f" (left out: {r['left_out']})" if r.get("left_out") else "")
     if r["found"] in CHECK_WORDS:
         return CHECK_WORDS[r["found"]]
     if not is_test(r):  # a test this run could not carry out on this task

@@ -269,11 +269,11 @@ def mechanism_claim(paths: pd.DataFrame, titles: dict[str, str], profile: Profil
     ahead with one input. The inputs shuffled are description (the figure)."""
     part = "trained models, correlation broken"
     c6d = run("C6d", part, mechanism_data(paths), profile, titles)
-    left_out = "; ".join(f"{r.task}: {r.note}" for r in c6d if r.note)
+    left_out = "; ".join(f"{r.task}: {r.left_out}" for r in c6d if r.left_out)
     finding = ("Trained models, path products of depths 2–L, each seed over the depths at "
                "which none of its products (softmax or Sinkhorn, one input or mixed) is at the "
                "rounding floor, where a ratio would only be a bound"
-               + (f" (left out: {left_out.replace(' (left out)', '')})" if left_out else "")
+               + (f" (left out: {left_out})" if left_out else "")
                + "; the ratio Sinkhorn / softmax "
                "with one input divided by that with the inputs mixed (above 1: the advantage "
                "shrinks when the correlation is broken): "
