@@ -63,8 +63,8 @@ from rankcollapse.timing import (EXACTNESS_HEADERS, REFERENCE, TABLE_HEADERS, ex
                                 trained_step_table)
 
 torch.manual_seed(seed)
-shape = (256, 128, 128)
-table = sinkhorn_table(chapter.device, shape, repeats=7)
+sizes = settings.appendix
+table = sinkhorn_table(chapter.device, sizes.shape, repeats=sizes.repeats)
 rows = table.set_index("implementation")
 ours, softmax = rows.loc["rankcollapse.sinkhorn"], rows.loc["rankcollapse.softmax"]
 
@@ -73,7 +73,9 @@ chapter.glue({"app_speedup": ours["speedup_vs_reference"],
               "app_error": ours["max_abs_error_vs_reference"],
               "app_memory": ours["saved_for_backward_MiB"] / softmax["saved_for_backward_MiB"],
               "app_reference_memory": rows.loc[REFERENCE, "saved_for_backward_MiB"]
-              / ours["saved_for_backward_MiB"]})
+              / ours["saved_for_backward_MiB"],
+              "app_batch": sizes.shape[0], "app_n": sizes.shape[-1], "app_repeats": sizes.repeats,
+              "app_scales": len(sizes.scales), "app_step_repeats": sizes.step_repeats})
 
 # %%
 table.drop(columns=["torch", "rankcollapse"]).rename(columns=TABLE_HEADERS).style.format(
@@ -82,8 +84,9 @@ table.drop(columns=["torch", "rankcollapse"]).rename(columns=TABLE_HEADERS).styl
     na_rep="–").hide(axis="index")
 
 # %% [markdown]
-# Logits: a batch of 256 matrices of size 128 × 128 with entries $\mathcal N(0, 4)$, float32,
-# 50 iterations. The implementations run in turn, 7 times after a warm-up; the speed-up is the
+# Logits: a batch of {glue:text}`app_batch` matrices of size {glue:text}`app_n` ×
+# {glue:text}`app_n` with entries $\mathcal N(0, 4)$, float32, 50 iterations. The
+# implementations run in turn, {glue:text}`app_repeats` times after a warm-up; the speed-up is the
 # median over rounds of the reference's time divided by ours, so that a noisy machine slows
 # both sides of each ratio alike.
 #
@@ -95,7 +98,7 @@ table.drop(columns=["torch", "rankcollapse"]).rename(columns=TABLE_HEADERS).styl
 #
 # ## What stopping early changes
 #
-# For random logits of three scales, at the same size: the largest absolute difference of
+# For random logits of {glue:text}`app_scales` scales, at the same size: the largest absolute difference of
 # the result to running all 50 iterations, the share of matrices that stopped early, and the
 # relative difference of the gradient to automatic differentiation through 50 unrolled
 # iterations in float64, on 16 of the matrices, separately for those whose 50-iteration
@@ -103,7 +106,7 @@ table.drop(columns=["torch", "rankcollapse"]).rename(columns=TABLE_HEADERS).styl
 # others.
 
 # %%
-pd.DataFrame({s: exactness(chapter.device, shape, scale=s) for s in (1.0, 2.0, 3.0)}).T.rename(
+pd.DataFrame({s: exactness(chapter.device, sizes.shape, scale=s) for s in sizes.scales}).T.rename(
     columns=EXACTNESS_HEADERS).rename_axis("logit scale").style.format(
     "{:.2g}", na_rep="–").format_index("{:g}")
 
@@ -119,8 +122,8 @@ pd.DataFrame({s: exactness(chapter.device, shape, scale=s) for s in (1.0, 2.0, 3
 # shapes; the `full` profile adds the paper's shapes (24 layers, width 128, 50 tokens).
 
 # %%
-shapes = ["ci", "paper"] if settings.name == "full" else ["ci"]
-steps = train_step_table(shapes, chapter.device, repeats=10, seed=seed)
+steps = train_step_table(list(sizes.step_shapes), chapter.device, repeats=sizes.step_repeats,
+                         seed=seed)
 steps.drop(columns=["repeats"]).rename(columns={
     "softmax_ms": "softmax (ms)", "sinkhorn_ms": "Sinkhorn (ms)", "ratio": "Sinkhorn / softmax"}
 ).style.format({"softmax (ms)": "{:.1f}", "Sinkhorn (ms)": "{:.1f}",
@@ -153,7 +156,8 @@ chapter.glue({"app_step_init": whole["default initialisation"],
 # the standard deviation of the logits.
 
 # %%
-trained_steps = trained_step_table(settings.name, chapter.device, repeats=10, seed=0)
+trained_steps = trained_step_table(settings.name, chapter.device, repeats=sizes.step_repeats,
+                                   seed=0)  # the first training seed's models
 shown = trained_steps.drop(columns=["repeats", "device", "threads"]).rename(columns={
     "softmax_ms": "softmax (ms)", "sinkhorn_ms": "Sinkhorn (ms)", "ratio": "Sinkhorn / softmax",
     "converged_share": "share stopped early", "logit_std": "logit scale"})

@@ -26,6 +26,15 @@ def test_full_smoke_keeps_the_full_profiles_shapes_and_structure():
                        train_limit=None, test_limit=None, batch_size=real.batch_size,
                        warmup_steps=real.warmup_steps) == real
     assert len(smoke.train_seeds) >= 3 and len(smoke.scratch_seeds) >= 2
+    # what the appendix times is the profile's to say, not its name's
+    assert full.appendix.step_shapes == ("ci", "paper") and smoke.appendix.step_shapes == ("ci",)
+
+
+def test_the_appendix_times_shapes_it_knows():
+    from rankcollapse.timing import TRAIN_SHAPES
+
+    for profile in PROFILES.values():
+        assert set(profile.appendix.step_shapes) <= set(TRAIN_SHAPES), profile.name
 
 
 @pytest.mark.slow

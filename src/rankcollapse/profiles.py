@@ -80,6 +80,20 @@ class DepthSweep:
 
 
 @dataclass(frozen=True)
+class Appendix:
+    """Chapter 7's sizes: the Sinkhorn kernel timed on random logits of `shape` (batch, n, n),
+    `repeats` interleaved rounds; its early stop checked at the logit `scales`; one training
+    step timed at the `step_shapes` (keys of `timing.TRAIN_SHAPES`: 'ci', 'paper'),
+    `step_repeats` rounds, and at the trained models' own logits as often."""
+
+    shape: tuple[int, int, int] = (256, 128, 128)
+    repeats: int = 7
+    scales: tuple[float, ...] = (1.0, 2.0, 3.0)
+    step_shapes: tuple[str, ...] = ("ci",)
+    step_repeats: int = 10
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     n_tokens: int  # sequence length n
@@ -121,6 +135,8 @@ class Profile:
     control_sizes: tuple[int, ...] = (16, 32, 64)
     control_scales: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
     rhos: tuple[float, ...] = (0.0, 0.5, 0.9, 0.99)
+    # Chapter 7. What is timed, at which sizes, how often.
+    appendix: Appendix = Appendix()
 
     def seeds_of(self, role: str) -> tuple[int, ...]:
         """The training seeds of the task `role` (one model per seed and normalization): its
@@ -193,6 +209,7 @@ PROFILES: dict[str, Profile] = {
                     n_eval=512, scratch_tasks=("text", "mnist", "cats_dogs"),
                     scratch_seeds=(0, 1, 2, 3, 4), train_jobs=4, lipschitz_draws=16,
                     layernorm_draws=100, pool_batch=16, control_sizes=(64, 128, 256),
+                    appendix=Appendix(step_shapes=("ci", "paper")),  # and the paper's shapes
                     # the depth sweep at the paper's width on MNIST: its 24 layers are chapter
                     # 5's models (seeds 0-4), trained once
                     depth_sweep=DepthSweep("mnist", depths=(3, 6, 12, 24),
@@ -219,6 +236,10 @@ PROFILES["full-smoke"] = replace(
     PROFILES["full"], name="full-smoke", n_samples=4, weight_draws=2, n_paths=6, n_pools=3,
     paths_per_pool=4, n_eval=8, train_seeds=(0, 1, 2), scratch_seeds=(0, 1), train_jobs=2,
     lipschitz_draws=2, layernorm_draws=4, pool_batch=4,
+    # the appendix's code at small sizes; a step at the paper's shapes (the same code as at
+    # the ci shapes) took 256 s on 2 busy cores even at 2 rounds: it is left to `full`
+    appendix=replace(PROFILES["full"].appendix, shape=(16, 128, 128), repeats=2,
+                     step_shapes=("ci",), step_repeats=2),
     depth_sweep=replace(PROFILES["full"].depth_sweep, seeds=(0, 1, 2)),
     tasks={role: replace(task, dataset=record(task.dataset).stand_in or task.dataset,
                          epochs=1, train_limit=32, test_limit=16, batch_size=16,

@@ -13,7 +13,7 @@ from pathlib import Path
 from rankcollapse.names import TASKS
 from rankcollapse.data import record as dataset_record
 from rankcollapse.files import atomic_write_text
-from rankcollapse.profiles import PROFILES, DepthSweep, LogGrid, PreciseStack, Profile
+from rankcollapse.profiles import PROFILES, Appendix, DepthSweep, LogGrid, PreciseStack, Profile
 
 PROFILES_PART, TIMES_PART = Path("book") / "profiles.md", Path("book") / "times.md"
 LABELS = {  # Profile field -> what it sets (chapter)
@@ -49,6 +49,7 @@ LABELS = {  # Profile field -> what it sets (chapter)
     "control_sizes": "sequence lengths of the random-matrix control (chapter 4)",
     "control_scales": "logit scales of the random-matrix control (chapter 4)",
     "rhos": "correlations across layers, correlated control (chapter 4)",
+    "appendix": "what the appendix times, at which sizes, how often (chapter 7)",
 }
 TASK_ROWS = {  # chapter 5, per task: label -> how to read it from the Task
     "dataset": lambda t: f"`{t.dataset}`",
@@ -75,6 +76,11 @@ def _value(profile: Profile, name: str) -> str:
         return f"{value.points} values, 10^{value.low:g} to 10^{value.high:g}"
     if isinstance(value, PreciseStack):
         return f"{value.depth} layers, n = {value.n_tokens}, {value.digits} digits"
+    if isinstance(value, Appendix):
+        batch, n, _ = value.shape
+        return (f"{batch} logits {n} x {n}, {value.repeats} rounds; early stop at logit scales "
+                f"{', '.join(f'{x:g}' for x in value.scales)}; training steps at the "
+                f"{' and '.join(value.step_shapes)} shapes, {value.step_repeats} rounds")
     if isinstance(value, DepthSweep):
         changed = "".join(f", {label} {v:,}" for label, v in (
             ("first training examples", value.train_limit), ("epochs", value.epochs)) if v)
