@@ -64,7 +64,7 @@ tasks = settings.tasks
 # The paper uses AG's News (4 news classes; a 24-layer Transformer encoder, width 128, 4
 # heads, up to 128 tokens), MNIST (a 24-layer Vision Transformer on 4×4 patches) and Cats and
 # Dogs (the same ViT on 16×16 patches). The `full` profile trains exactly these shapes on the
-# real datasets. The `ci` profile must run offline on two CPU cores in minutes, so it trains
+# real datasets. The `ci` profile must run offline on two CPU cores within the hour, so it trains
 # models of the paper's depth but narrower, on fewer examples, on real stand-in datasets
 # shipped with this repository, and on fewer tasks (those listed):
 
@@ -122,7 +122,7 @@ pd.DataFrame([{"task": names.TASKS[role], "dataset": train.source, "train / test
 # ends.
 # ```
 #
-# Every model is trained with {glue:text}`ch5_seeds` seeds per normalization, and each
+# Every model is trained with {glue:text}`ch5_seeds`, and each
 # softmax/Sinkhorn comparison below treats the **training seed as the unit**: a seed's value
 # is the median over the test inputs, the comparison is over seeds. The two models of one
 # seed form a pair: they start from the same initial weights (the normalization has no
@@ -150,7 +150,7 @@ names.readable(shown.assign(dataset=shown["dataset"].map(names.dataset)), TITLES
 # %% tags=["remove-cell"]
 chapter.glue({f"ch5_acc_{role}_{name}": accuracy.loc[(role, slice(None), name), "accuracy"].item()
               for role in tasks for name in ("softmax", "sinkhorn")} |
-             {"ch5_seeds": tm.seed_counts(settings, TITLES), "ch5_keys": retrieval.KEYS,
+             {"ch5_seeds": tm.seed_counts(settings), "ch5_keys": retrieval.KEYS,
               "ch5_values": retrieval.VALUES, "ch5_jobs": settings.train_jobs,
               "ch5_sharp_start": tasks["retrieval"].logit_init,
               "ch5_window": tm.PLATEAU["window"], "ch5_fraction": 100 * tm.PLATEAU["fraction"]})
@@ -417,7 +417,7 @@ chapter.glue_claims("ch5_claims", claims, "05_trained_models",
 # :class: warning
 # In the `ci` profile the models have {glue:text}`ch5_depth` layers but width
 # {glue:text}`ch5_width` (the paper's: 128), trained for a few epochs on stand-in data (named
-# in the first table), with {glue:text}`ch5_seeds` seeds per normalization: so few units make coarse
+# in the first table), with {glue:text}`ch5_seeds`: units this few make coarse
 # intervals, and the claims ledger gives the smallest effect each test could have
 # detected. The `full` profile runs the
 # same code at the paper's sizes on the real datasets. Whatever either finds, agreeing with

@@ -87,7 +87,7 @@ def test_page_findings_and_json_agree(tmp_path):
     assert "demonstrate the method at small scale" in rows[0]["note"]
     summary = (tmp_path / FINDINGS_PAGE).read_text()
     assert summary.startswith("The `three-task` profile trains narrower models (6 layers of width 48, 4 "
-                              "heads, 3 seeds per normalization and task) on stand-in data")
+                              "heads; 3 seeds per normalization) on stand-in data")
     assert "- **contradicted**: C4a" in summary and ":name:" not in summary
     assert summary.index("demonstrate the method") < summary.index("- **contradicted**")
     assert "{numref}`fig-forest`" in summary
@@ -421,8 +421,8 @@ def test_findings_are_one_line_each_on_the_page(tmp_path):
     assert "- **C1** (not testable here): Two lines and spaces." in page(rows, "full")
     assert [r["note"] for r in rows][:1] == [None]
     assert ledger([], "three-task")[0]["note"] == (
-        "the `three-task` profile trains narrower models (6 layers of width 48, 4 heads, 3 seeds per "
-        "normalization and task) on stand-in data: its verdicts demonstrate the method at "
+        "the `three-task` profile trains narrower models (6 layers of width 48, 4 heads; 3 seeds per "
+        "normalization) on stand-in data: its verdicts demonstrate the method at "
         "small scale and are "
         "not a test of the paper's experiment (24 layers of width 128, 4 heads), which the "
         "full profile runs at the paper's sizes")

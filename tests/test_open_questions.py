@@ -226,7 +226,7 @@ def test_whether_the_pure_models_learned_is_said_once_when_none_did():
     assert oq._learned_words(acc, acc.iloc[:0], titles).startswith("Every model trained pure")
     assert oq._learned_words(acc, acc, titles).startswith(
         "None of the 2 models trained pure beats chance by more than 0.1 (test accuracy "
-        "0.090–0.102): they did not learn")
+        "0.090–0.102), so the rank comparison below is between models that did not learn")
     assert oq._learned_words(acc, acc.iloc[:1], titles) == (
         "Models trained pure within 0.1 of chance (they did not learn): MNIST, pure "
         "attention, LayerNorm, softmax, seed 0 (0.090).")

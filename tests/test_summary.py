@@ -39,7 +39,7 @@ def rows(c4a=("more", "parity"), swap=("parity", "parity"), c6a="less"):
 def test_the_sentences_written_out():
     said = sentences(rows(), "three-task")
     assert said[0].startswith("The `three-task` profile trains narrower models (6 layers of width 48, 4 "
-                              "heads, 3 seeds per normalization and task) on stand-in data: its "
+                              "heads; 3 seeds per normalization) on stand-in data: its "
                               "verdicts")
     assert said[1] == ("Tasks, as named below: MNIST digits (stand-in: 10,000 MNIST digits); "
                        "Cats and Dogs (stand-in: shirts).")
@@ -92,7 +92,7 @@ def test_learned_only_where_the_numbers_say_so():
     imposed = sentences(rows(swap=("more", "parity")), "three-task")[-1]
     assert "carrying the advantage" not in imposed and imposed.startswith(
         "On the Sinkhorn-trained weights of the 6-layer, width-48 trained models, Sinkhorn at "
-        "inference keeps more rank than softmax on MNIST digits: part")
+        "inference keeps more rank than softmax on MNIST digits: on those weights the normalization itself adds rank")
     # the swap cannot tell where the advantage is: nothing follows, the numbers are said
     unclear = sentences(rows(swap=("undecided", "parity")), "three-task")[-1]
     assert "carrying the advantage" not in unclear and "the test cannot tell on MNIST digits" in unclear

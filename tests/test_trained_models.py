@@ -292,9 +292,10 @@ def test_convergence_sentence_names_models_below_the_baseline_and_open_plateaus(
         {"task": "A", "normalization": "sinkhorn", "accuracy": 0.95, "linear baseline": 0.9,
          "test inputs": 1000, "plateaued": "5 of 5"}])
     words = convergence_sentence(table)
-    assert ("below it on A, softmax (0.800 against 0.900) with their held-out loss still "
-            "falling") in words
-    assert "A, softmax (2 of 5)" in words and "Sinkhorn (5 of 5)" not in words
+    assert ("below it on A, softmax (0.800 against 0.900); there the held-out loss of 3 of 5 "
+            "models was still falling at the end") in words
+    assert ("Not every model meets the plateau criterion: 2 of 5 softmax models on A meet it."
+            in words and "5 of 5" not in words)
     good = table.assign(accuracy=0.95, plateaued="5 of 5")
     assert convergence_sentence(good) == ("Every task's Transformers beat the linear baseline "
                                           "on average. Every model meets the plateau criterion.")
@@ -311,8 +312,8 @@ def test_a_plateaued_model_below_the_baseline_is_not_called_undertrained():
     words = convergence_sentence(table)
     assert "not trained" not in words
     assert "level with the linear baseline on C, softmax (0.823 against 0.828)" in words
-    assert "below it on T, softmax (0.851 against 0.890) with their held-out loss no longer" \
-        in words
+    assert "below it on T, softmax (0.851 against 0.890), with every model's held-out loss no " \
+        "longer falling" in words
     assert "rises" not in words  # no gain column: nothing said of it
     rising = convergence_sentence(table.assign(**{"last-epochs gain": [-0.042, 0.01]}))
     assert ("The held-out loss rises over the last epochs on T, softmax (-4.2%) (median over "

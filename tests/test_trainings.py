@@ -37,7 +37,7 @@ def test_list_gives_one_command_per_training(tiny, capsys):
     pure = trainings.planned("three-task", tuple(trainings.PURE))
     assert {t.seed for t in pure} == set(profiles.PROFILES["three-task"].scratch_seeds)
     assert {t.variant for t in pure} == set(trainings.PURE)
-    assert tm.seed_counts(tiny) == "2"
+    assert tm.seed_counts(tiny) == "2 seeds per normalization"
 
 
 def test_a_tasks_own_seeds_replace_the_profiles_for_that_task_only(tiny, monkeypatch):
@@ -49,8 +49,9 @@ def test_a_tasks_own_seeds_replace_the_profiles_for_that_task_only(tiny, monkeyp
     assert seeds == {("pairs", "softmax"): [3, 4], ("pairs", "sinkhorn"): [3, 4],
                      ("more", "softmax"): [7, 8, 9], ("more", "sinkhorn"): [7, 8, 9]}
     assert own.seeds_of("more") == (7, 8, 9) and own.seeds_of("pairs") == (3, 4)
-    assert tm.seed_counts(own) == "2 (pairs) and 3 (more)"
-    assert tm.seed_counts(own, {"more": "More"}) == "2 (pairs) and 3 (More)"
+    assert tm.seed_counts(own) == "2 seeds per normalization on pairs and 3 on more"
+    assert tm.seed_counts(own, {"more": "More"}) == \
+        "2 seeds per normalization on pairs and 3 on More"
 
 
 def test_trainings_run_side_by_side_in_two_workers(tmp_path, capsys):

@@ -307,8 +307,8 @@ PATHS = "rank-1 relative residual of attention products along random paths, comp
 Q99 = f"the {SHARE:.0%} quantile of the row error after 50 iterations"  # C2a's checks
 SLACK = "smallest bound / measured"  # C3b, C3c
 MATCHED = (RESIDUAL + "; each variant over its own layers before the softmax models' collapse "
-           "to half (where they still keep at least half their input's residual: "
-           "`collapse_layers`), not at matched layer indices")
+           "to half (where they still keep at least half their input's residual), not at "
+           "matched layer indices")
 OWN_BOUND = ("the bound tested is this book's first-order derivation on one head; the paper's "
              "constant is not confirmed")
 CLAIMS: dict[str, Registered] = {r.id: r for r in [
@@ -358,7 +358,7 @@ CLAIMS: dict[str, Registered] = {r.id: r for r in [
                         ratio="Sinkhorn / softmax early, divided by that late"),
                    Part("trained models, by collapse", RESIDUAL + "; the layers before the "
                         "softmax models' collapse to half (their relative residual, geometric "
-                        f"mean over seeds, first below {COLLAPSE_LEVEL:g}: `collapse_layers`) "
+                        f"mean over seeds, first below {COLLAPSE_LEVEL:g}) "
                         "against the layers after", "training seed", "contrast", "more",
                         TRAINED, BEFORE, ("full model",), ("full model",), AFTER,
                         requires=True, ratio="Sinkhorn / softmax before collapse to half, "

@@ -17,14 +17,12 @@ say so (`learned`). Before them, where the profile is not the paper's, the cavea
 from __future__ import annotations
 
 from rankcollapse.experiments.trained_models import seed_counts
-from rankcollapse.names import TASKS
 from rankcollapse.profiles import Profile, get_profile
 from rankcollapse.stats import MARGIN, WORDS
 from rankcollapse_book.outcomes import (has_interval, readable, short_task, shown_results,
                                         task_legend)
 
-DEMONSTRATION = ("the {profile} profile trains narrower models ({size}, {seeds} seeds per "
-                 "normalization and task) "
+DEMONSTRATION = ("the {profile} profile trains narrower models ({size}; {seeds}) "
                  "on stand-in data: its verdicts demonstrate the method at small scale and "
                  "are not a test of the paper's experiment ({paper}), which the full profile "
                  "runs at the paper's sizes")
@@ -72,8 +70,9 @@ LEARNED = ("On the Sinkhorn-trained weights of the {size}, swapping to softmax a
            "there (C4a): consistent with the weights, not the normalization, carrying the "
            "advantage on these tasks (B3).")
 IMPOSED = ("On the Sinkhorn-trained weights of the {size}, Sinkhorn at inference keeps more "
-           "rank than softmax on {imposed}: part of the advantage there comes from the normalization "
-           "itself, not only from what the weights learned (B3).")
+           "rank than softmax on {imposed}: on those weights the normalization itself adds rank, "
+           "beyond what they learned, though softmax runs them with a normalization they were "
+           "not trained with (B3).")
 SWAPPED = ("On the Sinkhorn-trained weights of the {size}, swapping the normalization at "
            "inference (Sinkhorn / softmax, the same weights): {found} (B3).")
 
@@ -118,7 +117,7 @@ def caveat(profile: str) -> str | None:
         return None
     settings = get_profile(profile)
     return DEMONSTRATION.format(profile=f"`{profile}`", size=model_size(settings),
-                                seeds=seed_counts(settings, TASKS),
+                                seeds=seed_counts(settings),
                                 paper=model_size(get_profile("full")))
 
 

@@ -147,8 +147,8 @@ def _learned_words(accuracy: pd.DataFrame, failed: pd.DataFrame, titles: dict[st
     if len(failed) == len(accuracy):
         return (f"None of the {len(failed)} models trained pure beats chance by more than "
                 f"{LEARNED:g} (test accuracy {failed['accuracy'].min():.3f}–"
-                f"{failed['accuracy'].max():.3f}): they did not learn, and their residuals "
-                "below are those of models that did not learn.")
+                f"{failed['accuracy'].max():.3f}), so the rank comparison below is between "
+                "models that did not learn.")
     return (f"Models trained pure within {LEARNED:g} of chance (they did not learn): "
             + "; ".join(f"{titles[r.task]}, {r.variant}, {display(r.normalization)}, seed "
                         f"{r.seed} ({r.accuracy:.3f})" for r in failed.itertuples()) + ".")

@@ -60,14 +60,15 @@ def one_size(tasks: dict[str, Task], size: str) -> str:
     return " or ".join(f"{v:g}" for v in values)
 
 
-def seed_counts(settings: Profile, titles: dict[str, str] | None = None) -> str:
-    """How many training seeds per normalization: '5' where every task trains as many, else
-    each task's count with its title (its role without `titles`): '18 (MNIST ...) and 5
-    (retrieval)'."""
+def seed_counts(settings: Profile, titles: dict[str, str] = TASKS) -> str:
+    """How many training seeds per normalization, in words: '5 seeds per normalization'
+    where every task trains as many, else '18 seeds per normalization on MNIST digits and 5
+    on key-value retrieval' (each task by its short title, else its role)."""
     counts = {role: len(settings.seeds_of(role)) for role in settings.tasks}
     if len(set(counts.values())) <= 1:
-        return str(next(iter(counts.values()), len(settings.train_seeds)))
-    words = [f"{n} ({(titles or {}).get(role, role)})" for role, n in counts.items()]
+        return f"{next(iter(counts.values()), len(settings.train_seeds))} seeds per normalization"
+    words = [f"{n} on {titles.get(role, role)}" for role, n in counts.items()]
+    words[0] = words[0].replace(" on ", " seeds per normalization on ", 1)
     return ", ".join(words[:-1]) + " and " + words[-1]
 
 
@@ -205,13 +206,14 @@ def convergence_sentence(table: pd.DataFrame) -> str:
         words.append(f"The Transformers are level with the linear baseline on {named(level)}: "
                      f"nearer to it than twice its sampling error on the test set.")
     if len(below[every[below.index]]):
-        words.append(f"They stay below it on {named(below[every[below.index]])} with their "
-                     f"held-out loss no longer falling: on these few examples the linear model "
-                     f"generalises better, and more epochs would not close the gap.")
-    if len(below[~every[below.index]]):
-        words.append(f"They stay below it on {named(below[~every[below.index]])} with their "
-                     f"held-out loss still falling: at this budget they are not trained to "
-                     f"what the data allow.")
+        words.append(f"They stay below it on {named(below[every[below.index]])}, with every "
+                     f"model's held-out loss no longer falling (the plateau criterion): on these "
+                     f"few examples the linear model generalises better.")
+    for _, r in below[~every[below.index]].iterrows():
+        met, n = (int(x) for x in r.plateaued.split(" of "))
+        words.append(f"They stay below it on {named(r.to_frame().T)}; there the held-out loss "
+                     f"of {n - met} of {n} models was still falling at the end, and those may "
+                     f"be short of what the data allow.")
     if not words:
         words.append("Every task's Transformers beat the linear baseline on average.")
     if "last-epochs gain" in table:
@@ -221,11 +223,11 @@ def convergence_sentence(table: pd.DataFrame) -> str:
                 f"{r.task}, {display(r.normalization)} ({r['last-epochs gain']:+.1%})"
                 for _, r in rising.iterrows()) + " (median over seeds): those models overfit "
                 "there, and the plateau criterion counts the rise as no further improvement.")
-    open_ = [f"{r.task}, {display(r.normalization)} ({r.plateaued})"
+    open_ = [f"{r.plateaued} {display(r.normalization)} models on {r.task}"
              for _, r in table[~every].iterrows()]
     if open_:
-        words.append("Not every seed meets the plateau criterion: " + "; ".join(open_)
-                     + " (seeds that meet it).")
+        words.append("Not every model meets the plateau criterion: " + "; ".join(open_)
+                     + " meet it.")
     else:
         words.append("Every model meets the plateau criterion.")
     return " ".join(words)
