@@ -40,6 +40,7 @@ import pandas as pd
 import torch
 
 from rankcollapse import plots
+from rankcollapse.stats import significant
 from rankcollapse.experiments import rank_collapse as rc
 from rankcollapse.measures import composite_norm, relative_residual, residual, rounding_floor
 
@@ -91,7 +92,7 @@ pd.DataFrame({"token": range(4), "X": [row.tolist() for row in x],
 # {glue:text}`ch1_draws` independent weight draws per scale), feed {glue:text}`ch1_n_samples` random token matrices
 # with i.i.d. standard normal entries, and follow $r$ layer by layer. The computation runs in
 # float64 so the residual can fall to about $10^{-15}$ before rounding stops it; values at
-# that floor ({glue:text}`ch1_floor:.1e`) are censored: they enter the averages at the floor
+# that floor ({glue:text}`ch1_floor`) are censored: they enter the averages at the floor
 # (the true value is at most that), and a layer where most values are there is not drawn.
 
 # %%
@@ -101,7 +102,7 @@ pure_summary = rc.log_summary(pure, ["logit_std", "layer"], floor=floor)
 
 # %% tags=["remove-cell"]
 chapter.glue({"ch1_n_samples": settings.n_samples, "ch1_draws": settings.weight_draws,
-              "ch1_floor": floor})
+              "ch1_floor": significant(floor, 2)})
 
 # %% mystnb={"figure": {"caption": "Relative residual $r(X_l)$ (composite norm, log scale) against depth in pure softmax self-attention with random weights, one line per logit scale. Lines: geometric mean over random inputs and weight draws; bands: one standard deviation of $\\log_{10} r$. The dotted line is the float64 rounding floor: values there enter the averages at the floor (censored), and a layer where most values are at the floor is not drawn. Look at how steeply each curve falls: a steeper fall at a larger logit scale means a faster collapse.", "name": "fig-pure-collapse"}}
 fig = plots.residual_bands(pure_summary, "logit_std", "logit scale {:g}", floor=floor,

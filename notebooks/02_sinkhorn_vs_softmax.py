@@ -38,6 +38,7 @@ import pandas as pd
 import torch
 
 from rankcollapse import names, plots, sinkhorn, softmax
+from rankcollapse.stats import significant
 from rankcollapse.experiments import rank_collapse as rc
 from rankcollapse.experiments import sinkhorn_vs_softmax as sv
 from rankcollapse.measures import rounding_floor
@@ -104,19 +105,19 @@ after_50 = sv.error_after(50, sorted({n, PAPER_N}), scales, draws=error_draws, g
 after_50.style.format("{:.1e}").format_index("{:g}")
 
 # %% tags=["remove-cell"]
-chapter.glue({f"ch2_err_{key}_{s:g}_{q}": after_50.loc[s, (f"n = {size}", name)]
+chapter.glue({f"ch2_err_{key}_{s:g}_{q}": significant(after_50.loc[s, (f"n = {size}", name)], 2)
               for key, size in (("n", n), ("128", PAPER_N)) for s in (2.0, 3.0, 5.0)
               for q, name in (("med", "median"), ("q99", "99%"), ("max", "largest"))}
              | {"ch2_n": n, "ch2_error_draws": error_draws})
 
 # %% [markdown]
 # At the paper's length $n = 128$ and logit scale 2 the median row error is
-# {glue:text}`ch2_err_128_2_med:.1e`, its 99% quantile {glue:text}`ch2_err_128_2_q99:.1e`
-# and the largest over all draws {glue:text}`ch2_err_128_2_max:.1e`. The error grows quickly with the logit scale: at
-# $\sigma = 3$ the median is {glue:text}`ch2_err_128_3_med:.1e` and the largest
-# {glue:text}`ch2_err_128_3_max:.1e`, at $\sigma = 5$ {glue:text}`ch2_err_128_5_med:.1e` and
-# {glue:text}`ch2_err_128_5_max:.1e` (at this profile's $n$ = {glue:text}`ch2_n`, largest:
-# {glue:text}`ch2_err_n_3_max:.1e` and {glue:text}`ch2_err_n_5_max:.1e`). Large logits push
+# {glue:text}`ch2_err_128_2_med`, its 99% quantile {glue:text}`ch2_err_128_2_q99`
+# and the largest over all draws {glue:text}`ch2_err_128_2_max`. The error grows quickly with the logit scale: at
+# $\sigma = 3$ the median is {glue:text}`ch2_err_128_3_med` and the largest
+# {glue:text}`ch2_err_128_3_max`, at $\sigma = 5$ {glue:text}`ch2_err_128_5_med` and
+# {glue:text}`ch2_err_128_5_max` (at this profile's $n$ = {glue:text}`ch2_n`, largest:
+# {glue:text}`ch2_err_n_3_max` and {glue:text}`ch2_err_n_5_max`). Large logits push
 # $K$ towards a sparse matrix, for which Sinkhorn's iteration converges slowly
 # ({numref}`fig-convergence`); chapter 5 measures the logit scale of trained models.
 

@@ -46,6 +46,7 @@ import pandas as pd
 import torch
 
 from rankcollapse import plots
+from rankcollapse.stats import significant
 from rankcollapse import precise as hp
 from rankcollapse.experiments import linearized_bound as lb
 from rankcollapse.theory import random_head
@@ -212,8 +213,10 @@ sweep = lb.regime_sweep(x0, z, settings.regime_logit_stds, settings.regime_scale
 edges = lb.regime_edge(sweep)
 chapter.glue({"ch3_regime_stds": ", ".join(f"{s:g}" for s in settings.regime_logit_stds),
               "ch3_tolerance": 100 * lb.REGIME_TOLERANCE,
-              "ch3_edge_softmax": edges["softmax"][0], "ch3_edge_sinkhorn": edges["sinkhorn"][0],
-              "ch3_off_softmax": edges["softmax"][1], "ch3_off_sinkhorn": edges["sinkhorn"][1],
+              "ch3_edge_softmax": significant(edges["softmax"][0], 2),
+              "ch3_edge_sinkhorn": significant(edges["sinkhorn"][0], 2),
+              "ch3_off_softmax": significant(edges["softmax"][1], 2),
+              "ch3_off_sinkhorn": significant(edges["sinkhorn"][1], 2),
               "ch3_loose_min": sweep["looseness"].min(), "ch3_loose_max": sweep["looseness"].max()})
 
 # %% mystnb={"figure": {"caption": "Left: measured output residual divided by the first-order formula against the spectral norm of the centred logits, for three logit scales (markers) and many input residual sizes, softmax blue and Sinkhorn red; 1 means the formula is exact. Right: how loose the norm bound $c\\|R\\|^3$ is (bound / measured). Log axes. Points near 1 on the left mean the first-order formula is accurate there; the right shows how far above the measurement the bound sits.", "name": "fig-regime"}}
@@ -222,10 +225,10 @@ chapter.show(plots.regime_figure(sweep), "fig-regime", sweep)
 # %% [markdown]
 # In this run the first-order formula stays within {glue:text}`ch3_tolerance:g`% of the
 # measured residual at every
-# sampled centred-logit norm up to {glue:text}`ch3_edge_softmax:.2g` for softmax and
-# {glue:text}`ch3_edge_sinkhorn:.2g` for Sinkhorn, and is off by more than
+# sampled centred-logit norm up to {glue:text}`ch3_edge_softmax` for softmax and
+# {glue:text}`ch3_edge_sinkhorn` for Sinkhorn, and is off by more than
 # {glue:text}`ch3_tolerance:g`% from
-# {glue:text}`ch3_off_softmax:.2g` and {glue:text}`ch3_off_sinkhorn:.2g` on
+# {glue:text}`ch3_off_softmax` and {glue:text}`ch3_off_sinkhorn` on
 # ({numref}`fig-regime`, left; between the two the norms were not sampled). (A spectral
 # norm of $n \times n$ logits counts about $n$ times the size of a typical entry.) Where
 # softmax leaves the regime earlier, the reason is a term Sinkhorn does not have: softmax's

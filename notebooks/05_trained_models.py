@@ -54,7 +54,7 @@ from rankcollapse.experiments import random_vs_trained as rvt
 from rankcollapse.experiments import trained_models as tm
 from rankcollapse.experiments.rank_collapse import log_summary
 from rankcollapse import retrieval
-from rankcollapse.stats import LEVEL
+from rankcollapse.stats import LEVEL, significant
 
 tasks = settings.tasks
 
@@ -207,7 +207,7 @@ chapter.show(plots.learning_curves(curves, TITLES), "fig-learning-curves", curve
 # state (the output of each block) under each inference variant. The curves are the relative
 # residual $r(X_l) = \|X_l - \mathbf 1 \bar x_l^\top\|_{1,\infty} / \|X_l\|_{1,\infty}$ over the
 # real (non-padding) tokens, all seeds together; residuals at the float64 rounding floor
-# (about {glue:text}`ch5_floor:.1e`) enter the averages at the floor (censored: the true value
+# (about {glue:text}`ch5_floor`) enter the averages at the floor (censored: the true value
 # is at most that), a layer mostly at the floor
 # is not drawn, and a panel that comes near the floor shows it as a dotted line.
 
@@ -221,7 +221,7 @@ relative = log_summary(analysis.hidden, by, value="relative", floor=FLOOR)
 outputs = log_summary(analysis.attention_output, by, floor=FLOOR)
 
 # %% tags=["remove-cell"]
-chapter.glue({"ch5_n_eval": settings.n_eval, "ch5_floor": FLOOR,
+chapter.glue({"ch5_n_eval": settings.n_eval, "ch5_floor": significant(FLOOR, 2),
               "ch5_level": 100 * LEVEL})
 
 # %% mystnb={"figure": {"caption": "Relative residual of the hidden states against depth in the trained softmax (blue) and Sinkhorn (red) models, one row per task; left: the inference variants with skip connections (complete model solid, without FFN dashed), right: those without (without skip solid, pure attention dashed). Lines: geometric mean over test inputs and seeds; bands: one standard deviation of $\\log_{10} r$; each column on one scale, linear where it spans less than a decade; dotted, where a panel comes near it: the float64 rounding floor. Where the red band lies above the blue one, Sinkhorn keeps more rank; with skip connections the residual stays within a decade, without them it falls by many.", "name": "fig-trained-residual"}}

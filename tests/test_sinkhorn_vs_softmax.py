@@ -72,8 +72,8 @@ def test_claims_c2a_and_c9_follow_the_numbers():
                            for name in ("softmax", "sinkhorn")])
     c2a, c9 = claims(after, entropies, get_profile("three-task"))
     # the 99% quantile decides (1e-9), not the single worst draw (1e-7), as on trained logits
-    assert c2a.verdict == "reproduced" and "99% quantile over the random draws 1.0e-09" in c2a.finding
-    assert "largest 1.0e-07" in c2a.finding and c2a.results[0].number == 1e-9
+    assert c2a.verdict == "reproduced" and "99% quantile over the random draws 10⁻⁹" in c2a.finding
+    assert "largest 10⁻⁷" in c2a.finding and c2a.results[0].number == 1e-9
     assert [r.found for r in c9.results] == ["parity"] + ["more"] * 4
     assert c9.verdict == "partly reproduced"  # parity at the first scale decides against
     described = entropy_comparison(entropies)  # the chapter's description: the same findings

@@ -17,7 +17,7 @@ from ..measures import matrix_norm, residual
 from ..normalizations import NORMALIZATIONS, normalize
 from ..names import display
 from ..registry import MIN_BOUND_LAYERS, REGIME, SLOPE_TOLERANCE, Claim
-from ..stats import growth_factor, loglog_slope
+from ..stats import growth_factor, loglog_slope, significant
 from ..verdicts import check_result
 from ..theory import (HeadWeights, attention_layer, depth_bound_log, head_logits,
                       linearized_sinkhorn, linearized_softmax, one_layer_residual, random_head)
@@ -188,7 +188,7 @@ def gap_sentence(gap: pd.Series, max_scale: float = CUBIC_WINDOW) -> str:
     falls = bool(slope > 0)
     return (f"The relative gap {'falls' if falls else 'does not fall'} as *s* decreases: it "
             f"goes like *s* to the power {slope:.2f} for *s* ≤ {max_scale:g}, and is "
-            f"{gap.iloc[0]:.1e} at the smallest input, so the two normalizations "
+            f"{significant(gap.iloc[0], 2)} at the smallest input, so the two normalizations "
             + ("agree at first order." if falls else "do not agree at first order here."))
 
 

@@ -425,7 +425,7 @@ def iteration_claim(sweep: pd.DataFrame, titles: dict[str, str], profile: Profil
         parts.append(f"{titles[task]}: accuracy {at.loc[full, 'accuracy']:.3f} with {full:g} "
                      f"iterations, {at.loc[needed, 'accuracy']:.3f} with {needed:g}, "
                      f"{at.loc[min(at.index), 'accuracy']:.3f} with one half-step (softmax); "
-                     f"departure from doubly stochastic {at.loc[needed, 'row_error']:.1e} "
+                     f"departure from doubly stochastic {significant(at.loc[needed, 'row_error'], 2)} "
                      f"with {needed:g}.")
     below = [r for r in tested if r.at == max(k for k in ITERATIONS if k < full)]
     return Claim.of("B4", tested,

@@ -16,7 +16,7 @@ from .. import precise
 from ..measures import affine_rank, layer_table, relative_residual, rounding_floor, row_entropy
 from ..models import Encoder, Switches, random_stack
 from ..registry import COLLAPSED, Claim
-from ..stats import growth_factor, mostly_at_floor
+from ..stats import growth_factor, mostly_at_floor, significant
 from ..verdicts import check_result
 from ..theory import random_head
 
@@ -267,13 +267,13 @@ def claims(pure_final: pd.Series, skip_final: float, growth: pd.Series,
     holds = bool(((pure_final < COLLAPSED) | pure_final.isna()).all())
     measured = pure_final.dropna()
     number, bound = (float(measured.max()), "") if len(measured) else (floor, "≤")
-    worst = (f"at the rounding floor (at most {floor:.1e})" if bound
-             else f"at most {number:.1e}")
+    worst = (f"at the rounding floor (at most {significant(floor, 2)})" if bound
+             else f"at most {significant(number, 2)}")
     result = check_result("random pure attention", "every logit scale", number, holds, bound)
     return [Claim.of(
         "C1", [result],
         f"Pure attention with random weights ends, at every logit scale, with a residual "
-        f"{worst} at the last layer (check: below {COLLAPSED:g}); each layer multiplies the "
+        f"{worst} at the last layer (check: below {significant(COLLAPSED)}); each layer multiplies the "
         f"number of lost digits by {growth.min():.1f}–{growth.max():.1f}"
         + (f" (fit over at least {points} layers, {digits} significant digits)"
            if points and digits else "") + ". With a skip "

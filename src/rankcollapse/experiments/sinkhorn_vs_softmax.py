@@ -13,7 +13,7 @@ from ..measures import row_entropy
 from ..normalizations import marginal_errors, sinkhorn, softmax
 from ..profiles import Profile
 from ..registry import ENTROPY_MARGIN, PAPER_N, PAPER_SCALE, Claim, run, scale_label
-from ..stats import compare_table, describe, mostly_at_floor, unit_values
+from ..stats import compare_table, describe, mostly_at_floor, significant, unit_values
 from ..verdicts import SHARE, TOLERANCE, marginal_check, results_sentence
 
 
@@ -150,11 +150,12 @@ def claims(after: pd.DataFrame, entropies: pd.DataFrame, profile: Profile) -> li
         Claim.of("C2a", [marginal_check("random logits", "random logits", q99)],
                  f"Row error after 50 iterations at n = {PAPER_N} (each random matrix counted "
                  f"with its worst row), logit scales up to {PAPER_SCALE:g}: {SHARE:.0%} quantile "
-                 f"over the random draws {q99:.1e}, largest {worst:.1e} (check: that quantile "
-                 f"below {TOLERANCE:g}, thresholds of the book's choosing: the paper states "
+                 f"over the random draws {significant(q99, 2)}, largest {significant(worst, 2)} "
+                 f"(check: that quantile "
+                 f"below {significant(TOLERANCE)}, thresholds of the book's choosing: the paper states "
                  f"none). It grows with the logit scale: at σ = {after.index[-1]:g} the "
-                 f"median is {median.iloc[-1]:.1e} and the largest "
-                 f"{after[column].iloc[-1]:.1e}.", figure="fig-convergence"),
+                 f"median is {significant(median.iloc[-1], 2)} and the largest "
+                 f"{significant(after[column].iloc[-1], 2)}.", figure="fig-convergence"),
         Claim.of("C9", entropy, "Row entropy, Sinkhorn against softmax over independent "
                  "random matrices, per logit scale: "
                  + results_sentence(entropy, "matrices")
