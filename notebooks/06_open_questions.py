@@ -369,7 +369,7 @@ chapter.show(depth_sweep.ratio_by_depth(by_depth.ratios), "fig-depth-sweep", by_
 
 # %%
 by_depth.late_shown().style.format({"Sinkhorn / softmax": "{:.3g}", "interval low": "{:.3g}",
-                                    "interval high": "{:.3g}"}).hide(axis="index")
+                                    "interval high": "{:.3g}"}, na_rep="–").hide(axis="index")
 
 # %% [markdown]
 # Sinkhorn / softmax over the second half of each model's layers, per depth: the values B5's

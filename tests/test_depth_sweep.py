@@ -108,6 +108,7 @@ def test_late_layers_tied_at_the_floor_say_so():
     table.loc[deep, "residual"] = FLOOR / 10
     late = late_table(finding_data(table, "mnist"), "MNIST")
     assert set(late["found"][late["variant"] == "without skip"]) == {TIED}
+    assert late[late["variant"] == "without skip"][["ratio", "low", "high"]].isna().all().all()
     assert set(late["found"][late["variant"] == "full model"]) == {"parity"}
 
 

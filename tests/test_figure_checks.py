@@ -354,3 +354,18 @@ def test_forest_side_labels_do_not_overlap():
                    key=lambda b: -b.y1)
     assert len(boxes) == 2 and all(b.height > 0 for b in boxes)
     assert boxes[0].y0 >= boxes[1].y1  # the upper label ends above the lower one
+
+
+def test_the_forest_plots_only_tests_with_an_interval():
+    """A test without an interval (mostly tied at the floor) is not drawn as if it were an
+    estimate: its caption promises intervals, and the ledger's tables say why it has none."""
+    from rankcollapse.verdicts import Result
+    from rankcollapse_book.forest import forest_rows
+
+    part = "trained models"
+    with_interval = Result(part, "MNIST digits", 1.5, "more", "agrees", 1.2, 1.9, 0.975, (5,),
+                           1.3).record()
+    without = Result(part, "key-value retrieval", 0.7, "undecided", "undecided", None, None,
+                     0.975, (5,)).record()
+    table = forest_rows([{"id": "C4a", "results": [with_interval, without]}])
+    assert list(table["task"]) == ["MNIST digits"]

@@ -41,12 +41,15 @@ COLUMNS = ["panel", "claim", "part", "task", "estimate", "number", "low", "high"
 
 def forest_rows(rows: list[dict]) -> pd.DataFrame:
     """The plotted tests, in the ledger's order: one row per statistical test with an
-    estimate (`COLUMNS`; panel 'claims' or 'questions', estimate the words of its part)."""
+    estimate and an interval (`COLUMNS`; panel 'claims' or 'questions', estimate the words
+    of its part); a test without an interval (its values mostly tied at the rounding floor,
+    too few units) is in the ledger's tables only, where its words say why."""
     table = []
     for row in rows:
         panel = "questions" if row["id"] in registry.FINDINGS else "claims"
         for r in shown_results(row["id"], row["results"]):
-            if not is_test(r) or r["number"] is None or not math.isfinite(r["number"]):
+            if not is_test(r) or r["number"] is None or not math.isfinite(r["number"]) \
+                    or r["low"] is None or not math.isfinite(r["low"]):
                 continue
             part = registry.CLAIMS[row["id"]].part(r["part"])
             at = f", k = {r['at']:g}" if r.get("at") is not None else ""

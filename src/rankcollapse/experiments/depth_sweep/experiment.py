@@ -113,7 +113,7 @@ def late_table(data: pd.DataFrame, task: str) -> pd.DataFrame:
     with t intervals simultaneous over the depths of each variant (description); where the
     registered rule would call those layers' values mostly tied at the rounding floor under
     both normalizations (`stats.mostly_at_floor`), `found` says so (`TIED`) instead of what
-    the interval found."""
+    the interval found, and there is no ratio (values tied at the floor say nothing of it)."""
     rows = []
     for part in registered(FINDING).parts:
         variant = part.variants[0]
@@ -124,6 +124,8 @@ def late_table(data: pd.DataFrame, task: str) -> pd.DataFrame:
             ratio, low, high = paired_estimate(wide[depth].to_numpy()).interval(level)
             layers = LATE.positions(depth)
             tied = mostly_at_floor(counts.loc[depth, "tied"], counts.loc[depth, "values"])
+            if tied:
+                ratio = low = high = float("nan")
             rows.append({"variant": variant, "depth": depth,
                          "layers": f"{layers[0]}–{layers[-1]}", "ratio": ratio, "low": low,
                          "high": high, "level": level,
