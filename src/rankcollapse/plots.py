@@ -354,7 +354,7 @@ def gap_figure(gap: pd.Series):
 
 def ratio_plot(ax, adv: pd.DataFrame, order: list[str] | None = None, x: str = "depth",
                xlabel: str = "path depth $k$",
-               ylabel: str = "residual ratio, Sinkhorn / softmax", legend: bool = True) -> None:
+               ylabel: str = "residual ratio,\nSinkhorn / softmax", legend: bool = True) -> None:
     """Ratio Sinkhorn / softmax with its interval band against `x`, one line per setting
     (`adv` as `stats.compare_table` returns); grey band: the parity margin. Settings that
     are not normalizations also differ in line style (bands overlap near 1)."""
