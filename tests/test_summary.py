@@ -64,7 +64,8 @@ def test_the_sentences_written_out():
     assert said[6] == (
         "Products of independent random attention matrices (32 tokens, depths 2 to 12, N(0, 1) "
         "logits): Sinkhorn keeps less (0.800×, 0.790–0.810), where the paper reports "
-        "essentially the same rank decay — C6a: contradicted.")
+        "essentially the same rank decay (so the parity fails, not the paper's point that "
+        "random matrices alone give Sinkhorn no advantage) — C6a: contradicted.")
     assert said[7] == (
         "On the Sinkhorn-trained weights of the 6-layer, width-48 trained models, swapping to "
         "softmax at inference leaves the rank at parity on MNIST digits, while Sinkhorn- and "
