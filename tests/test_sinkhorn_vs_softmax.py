@@ -83,3 +83,14 @@ def test_claims_c2a_and_c9_follow_the_numbers():
     worse = after.copy()
     worse[("n = 128", "99%")] = [1e-12, 2e-6, 1e-4]
     assert claims(worse, entropies, get_profile("three-task"))[0].verdict == "not reproduced"
+
+
+def test_the_reach_sentence_names_only_the_normalization_that_is_later():
+    from rankcollapse.experiments.sinkhorn_vs_softmax import reach_sentence
+
+    reach = pd.DataFrame({"softmax": [3, 4, 5, 5], "sinkhorn": [3, 3, 4, 5]})
+    assert reach_sentence(reach) == ("The two normalizations reach it at most 1 layer apart; "
+                                     "softmax reaches it later at 2 of the 4 scales.")
+    both = pd.DataFrame({"softmax": [3, 4], "sinkhorn": [4, 3]})
+    assert reach_sentence(both).endswith("Sinkhorn reaches it later at 1 of the 2 scales and "
+                                         "softmax at 1 of the 2 scales.")

@@ -105,9 +105,11 @@ def reach_sentence(reach: pd.DataFrame) -> str:
     g = reach_gaps(reach)
     if g["max_gap"] == 0:
         return f"The two normalizations reach it at the same layer at all {g['scales']} scales."
+    later = [f"{name} at {k} of the {g['scales']} scales"
+             for name, k in (("Sinkhorn", g["sinkhorn_later"]), ("softmax", g["softmax_later"]))
+             if k]
     return (f"The two normalizations reach it at most {counted(g['max_gap'], 'layer')} apart; "
-            f"Sinkhorn reaches it later at {g['sinkhorn_later']} of the {g['scales']} scales and "
-            f"softmax at {g['softmax_later']}.")
+            + " and ".join(later).replace(" at ", " reaches it later at ", 1) + ".")
 
 
 def entropy_comparison(entropies: pd.DataFrame) -> pd.DataFrame:
