@@ -105,11 +105,11 @@ def reach_sentence(reach: pd.DataFrame) -> str:
     g = reach_gaps(reach)
     if g["max_gap"] == 0:
         return f"The two normalizations reach it at the same layer at all {g['scales']} scales."
-    later = [f"{name} at {k} of the {g['scales']} scales"
-             for name, k in (("Sinkhorn", g["sinkhorn_later"]), ("softmax", g["softmax_later"]))
-             if k]
+    later = [(name, k) for name, k in (("Sinkhorn", g["sinkhorn_later"]),
+                                        ("softmax", g["softmax_later"])) if k]
     return (f"The two normalizations reach it at most {counted(g['max_gap'], 'layer')} apart; "
-            + " and ".join(later).replace(" at ", " reaches it later at ", 1) + ".")
+            + " and ".join(f"{name}{' reaches it later' if i == 0 else ''} at {k} of the "
+                           f"{g['scales']} scales" for i, (name, k) in enumerate(later)) + ".")
 
 
 def entropy_comparison(entropies: pd.DataFrame) -> pd.DataFrame:

@@ -67,8 +67,8 @@ def seed_counts(settings: Profile, titles: dict[str, str] = TASKS) -> str:
     counts = {role: len(settings.seeds_of(role)) for role in settings.tasks}
     if len(set(counts.values())) <= 1:
         return f"{next(iter(counts.values()), len(settings.train_seeds))} seeds per normalization"
-    words = [f"{n} on {titles.get(role, role)}" for role, n in counts.items()]
-    words[0] = words[0].replace(" on ", " seeds per normalization on ", 1)
+    words = [f"{n}{' seeds per normalization' if i == 0 else ''} on {titles.get(role, role)}"
+             for i, (role, n) in enumerate(counts.items())]
     return ", ".join(words[:-1]) + " and " + words[-1]
 
 
