@@ -378,6 +378,10 @@ def test_claim_blocks_written_out(tmp_path):
         f"false in {c4b['false_rate']:.1%}, the opposite of the paper where there is no "
         "difference in 0.1%; the best verdict its design reaches where the effect is 1.5× is "
         "*partly reproduced*.")
+    # a claimed parity is simulated where it holds exactly, and says so
+    parity = dict(rows["C4b"], calibration=dict(c4b, effect=1.0, best="reproduced"))
+    assert claim_block(parity)[3].endswith(
+        "the best verdict its design reaches where the two are equal is *reproduced*.")
     registry_lines = _registry_list("three-task")
     assert len(registry_lines) == 30 + 1 and registry_lines[-1] == ""
     assert registry_lines[0] == (
@@ -458,7 +462,14 @@ def test_the_ledger_states_power_at_its_own_effect(tmp_path, monkeypatch):
 
     more_records(tmp_path)
     monkeypatch.setattr(ledger_module, "EFFECT", 2.0)
-    c9 = {r["id"]: r for r in ledger(collect(tmp_path, ["04_four", "06_six"]), "three-task", RUNS)}["C9"]
+    rows = {r["id"]: r for r in ledger(collect(tmp_path, ["04_four", "06_six"]), "three-task",
+                                       RUNS)}
+    c9 = rows["C9"]
+    # a claimed parity or absence of an advantage: power where the two are equal
+    monkeypatch.setattr(ledger_module, "_direction", lambda claim_id: "no less")
+    as_parity = {r["id"]: r for r in ledger(collect(tmp_path, ["04_four", "06_six"]),
+                                            "three-task", RUNS)}["C9"]
+    assert as_parity["calibration"]["effect"] == 1.0
     tests = [Result(**{k: tuple(v) if isinstance(v, list) else v for k, v in r.items()})
              for r in c9["results"]]
     # the test profile "three-task": 5 logit scales and 3 trained tasks

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from rankcollapse.verdicts import (Result, boundary, alternative, calibration, check_result,
+                                   stated_at,
                                    claim_verdict, finding_verdict, iterations_verdict,
                                    part_words, result_words,
                                    results_sentence, simulate_outcomes, trend_verdict,
@@ -283,6 +284,13 @@ def test_boundaries_with_other_margins_and_effects():
     assert alternative("less", 2.0) == pytest.approx(-math.log(2.0))
     assert alternative("parity", 2.0) == 0 and alternative("no less", 2.0) == 0
     assert alternative("no more") == 0
+
+
+def test_power_is_stated_at_the_effect_or_at_equality():
+    assert stated_at("more", 2.0) == pytest.approx(2.0)
+    assert stated_at("less", 2.0) == pytest.approx(0.5)
+    for direction in ("parity", "no more", "no less"):
+        assert stated_at(direction, 2.0) == 1.0  # a parity claim holds where the two are equal
 
 
 DESIGNS = {"paired": ([(0.1,)], [(4,)]), "groups": ([(0.1, 0.15)], [(3, 6)]),

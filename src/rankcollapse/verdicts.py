@@ -314,6 +314,13 @@ def alternative(direction: str, effect: float = 1.5) -> float:
             "no more": 0.0, "no less": 0.0}[direction]
 
 
+def stated_at(direction: str, effect: float = 1.5) -> float:
+    """The true ratio at which `calibration` states power for a claim of `direction`:
+    `effect` for a claimed difference (its inverse for 'less'), 1 for a claimed parity or
+    absence of an advantage (where the claim holds exactly)."""
+    return math.exp(alternative(direction, effect))
+
+
 @dataclass(frozen=True)
 class Calibration:
     """How often a claim's rule finds the paper's result (reproduced or partly) where it

@@ -29,7 +29,7 @@ from rankcollapse.files import atomic_write_text
 from rankcollapse.profiles import get_profile
 from rankcollapse.stats import LEVEL, MARGIN, POWER
 from rankcollapse.verdicts import (CLAIM_RULE, CLAIM_VERDICTS, COMPARISON_RULE, FINDING_RULE,
-                                   Result, calibration)
+                                   Result, calibration, stated_at)
 from rankcollapse_book import forest, outcomes, summary
 from rankcollapse_book.export import FIGURE_DIR, git_commit, save_figure
 from rankcollapse_book.outcomes import readable  # noqa: F401 (the ledger's numbers)
@@ -153,7 +153,7 @@ def ledger(rows: list[dict], profile: str, runs: int = CALIBRATION_RUNS) -> list
             "detectable_ratio": max(detectable) if detectable else None,
             "calibration": ({"false_rate": calibrated.false_rate, "power": calibrated.power,
                              "power_every": calibrated.power_every, "runs": calibrated.runs,
-                             "effect": EFFECT,
+                             "effect": stated_at(direction, EFFECT),
                              "false_opposite": calibrated.false_opposite,
                              "best": calibrated.best}
                             if calibrated else None),
@@ -187,8 +187,8 @@ LEVEL_WORDS = "Intervals at {level}."
 CALIBRATED = ("Its rule on {runs} simulated repetitions of this design finds the paper's "
               "result where it is false in {false_rate}{opposite}{best}.")
 OPPOSITE = ", the opposite of the paper where there is no difference in {rate}"
-BEST = "; the best verdict its design reaches where the effect is {effect}× is *{best}*"
-EVERY = "; where the effect is {effect}× on every task it is *reproduced* in {rate}"
+BEST = "; the best verdict its design reaches {where} is *{best}*"
+EVERY = "; {where} on every task it is *reproduced* in {rate}"
 SEQUENCE_NOTE = ("One row per task, at the fewest iterations k whose accuracy shows parity "
                  "with the most at k and at every count above (at the most tested k where "
                  "none does); the tests at every k are in `{json}`.")
@@ -217,7 +217,7 @@ CALIBRATION_INTRO = (
     "partly reproduced) where that result is false, at the boundary (no difference for a "
     "claimed difference, a ratio at the margin for a claimed parity or absence of an "
     "advantage), which should be at most {alpha:.0%}, and what it finds where the paper's "
-    "result holds with an effect of {effect:g}× on every task. (A test that presupposes an "
+    "result holds on every task: with an effect of {effect:g}× for a claimed difference, with the two equal for a claimed parity or absence of an advantage. (A test that presupposes an "
     "advantage is simulated without that condition, which can only raise the first rate.)")
 REGISTRY_INTRO = (
     "The primary test of every claim and question, as the library declares it "
@@ -245,12 +245,20 @@ def _percent(x: float | None) -> str:
     return "–" if x is None else f"{x:.1%}"
 
 
+def _where(ratio: float) -> str:
+    """Where a claim's power is stated, in words: 'where the effect is 1.5×' for a claimed
+    difference, 'where the two are equal' for a claimed parity or absence of an advantage."""
+    if ratio == 1:
+        return "where the two are equal"
+    return f"where the effect is {max(ratio, 1 / ratio):.3g}×"
+
+
 def _calibration_words(row: dict) -> list[str]:
     c = row["calibration"]
     if not c:
         return []
-    best = (BEST.format(effect=c["effect"], best=c["best"]) if c.get("best") else
-            EVERY.format(effect=c["effect"], rate=f"{c['power_every']:.0%}"))
+    best = (BEST.format(where=_where(c["effect"]), best=c["best"]) if c.get("best") else
+            EVERY.format(where=_where(c["effect"]), rate=f"{c['power_every']:.0%}"))
     opposite = (OPPOSITE.format(rate=_percent(c["false_opposite"]))
                 if c.get("false_opposite") is not None else "")
     return [CALIBRATED.format(runs=c["runs"], false_rate=_percent(c["false_rate"]),
