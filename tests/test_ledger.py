@@ -301,7 +301,7 @@ def test_result_cells_written_out():
     tied = dict(r, found="undecided", low=None, high=None, tied=19, values=36)
     assert cells_of_test("C4a", tied)["found"].endswith(": undecided (mostly tied at the floor)")
     assert (cells_of_test("C4a", tied)["estimate"], cells_of_test("C4a", tied)["detectable"]) == (
-        "0.800", "–")  # no interval: no power to state
+        "–", "–")  # a tie says nothing of the ratio; no interval: no power to state
     narrow = dict(r, number=0.99871, low=0.99512, high=1.00231, margin=0.01)
     assert cells_of_test("C8", narrow)["estimate"] == "0.9987 (0.9951–1.002)"
     assert cells_of_test("C4a", dict(r, censored=7))["found"].endswith(
@@ -358,7 +358,7 @@ def test_claim_blocks_written_out(tmp_path):
         "the best verdict its design reaches where the effect is 1.5× is *none*.",
         "", ":::{div} ledger", head, "|---|---|---|---|---|---|",
         f"| trained models, by relative depth · text | Sinkhorn / softmax early, divided by that "
-        f"late: {WORDS['undecided']} (mostly tied at the floor) | 1 | undecided | 3 | – |",
+        f"late: {WORDS['undecided']} (mostly tied at the floor) | – | undecided | 3 | – |",
         "| trained models, by collapse · text | Sinkhorn / softmax before collapse to half"
         ", divided by that after: not testable here (no layer after collapse to half) | – | not "
         "testable here | – | – |", ":::", ""]

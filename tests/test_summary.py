@@ -151,5 +151,9 @@ def test_the_depth_sweeps_trend_in_words_about_the_advantage():
     assert said[-1] == (
         "Across depths, in the book's depth sweep (MNIST digits, models of 3, 6, 12 and 24 "
         "layers trained alike), Sinkhorn / softmax over the second half of the layers, per "
-        "doubling of depth: with skips, the advantage grows with depth (1.20×, 1–1.44 per "
+        "doubling of depth: with skips, it grows with depth (1.20×, 1–1.44 per "
         "doubling); without skips, undecided (B5).")
+    tied = dict(b5["results"][1], tied=100, values=115, low=None, high=None)
+    said = sentences(rows() + [dict(b5, results=[b5["results"][0], tied])], "three-task")
+    assert said[-1].endswith("without skips, undecided (its values mostly tied at the rounding "
+                             "floor) (B5).")

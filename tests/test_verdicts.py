@@ -102,7 +102,9 @@ def test_results_read_with_their_interval_level_units_and_power():
         "text: Sinkhorn / softmax early, divided by that late 1.32 (98.3% interval 1.10–1.58, 5 "
         "seeds; detectable 1.45): higher.")
     tied = Result("p", "t", 1.0, "undecided", "undecided", values=10, tied=6)
-    assert "mostly tied at the rounding floor" in results_sentence([tied])
+    assert results_sentence([tied]) == (  # a tie says nothing of the ratio: no number
+        "t: the checked value no estimate (6 of 10 values tied at the rounding floor): "
+        "undecided.")
     assert results_sentence([]) == "no test."
     with pytest.raises(ValueError, match="inverted"):
         Result("p", "t", 1.0, "more", "agrees", 1.2, 1.1)
@@ -261,7 +263,8 @@ def test_results_sentence_written_out():
     assert results_sentence([a, b, c, half], unit="pools") == (
         "text, 5: Sinkhorn / softmax 1.32 (98.3% interval 1.10–1.58, 5 pools; detectable "
         "1.45): not higher by the margin; "
-        "mnist: Sinkhorn / softmax 1.00: undecided (mostly tied at the rounding floor); "
+        "mnist: Sinkhorn / softmax no estimate (6 of 10 values tied at the rounding floor): "
+        "undecided; "
         "cats: the checked value 0.00200: the check fails; dogs: the checked value 1.00: "
         "undecided.")
     assert results_sentence([check_result("p", "x", None, None)]) == \

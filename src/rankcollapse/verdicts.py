@@ -256,6 +256,8 @@ def result_words(r: Result, unit: str | tuple[str, str] = "seeds") -> str:
     floor, how many); the value for a check."""
     if r.number is None or not math.isfinite(r.number):
         return "no estimate"
+    if mostly_at_floor(r.tied, r.values):  # a tie says nothing of the ratio
+        return f"no estimate ({r.tied} of {r.values} values tied at the rounding floor)"
     if r.low is None or not math.isfinite(r.low):
         return f"{r.bound}{significant(r.number)}"
     names = (unit,) * len(r.units) if isinstance(unit, str) else unit
@@ -410,9 +412,8 @@ def results_sentence(results: list[Result], unit: str | tuple[str, str] = "seeds
             clauses.append(f"{where}: {OUTCOME_WORDS['untested']}"
                            + (f" ({r.note})" if r.note else ""))
             continue
-        why = " (mostly tied at the rounding floor)" if mostly_at_floor(r.tied, r.values) else ""
         name = ratio or ("Sinkhorn / softmax" if r.units else "the checked value")
-        clauses.append(f"{where}: {name} {result_words(r, unit)}: {said[r.found]}{why}")
+        clauses.append(f"{where}: {name} {result_words(r, unit)}: {said[r.found]}")
     return "; ".join(clauses) + "." if clauses else "no test."
 
 

@@ -40,9 +40,11 @@ def has_interval(r: dict) -> bool:
 
 
 def estimate(r: dict) -> str:
-    """'1.32 (1.10–1.58)' for a test, the value for a check, '–' without one; four
+    """'1.32 (1.10–1.58)' for a test, the value for a check, '–' without one (or for a
+    test whose values are mostly tied at the rounding floor); four
     significant digits where the test's margin is narrow."""
-    if r["number"] is None or not math.isfinite(r["number"]):
+    if r["number"] is None or not math.isfinite(r["number"]) or (
+            mostly_at_floor(r.get("tied", 0), r.get("values", 0))):  # a tie has no ratio
         return "–"
     if not has_interval(r):
         return f"{r['bound']}{readable(r['number'])}"

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from rankcollapse.experiments.trained_models import seed_counts
 from rankcollapse.profiles import Profile, get_profile
-from rankcollapse.stats import MARGIN, WORDS
+from rankcollapse.stats import MARGIN, WORDS, mostly_at_floor
 from rankcollapse_book.outcomes import (has_interval, readable, short_task, shown_results,
                                         task_legend)
 
@@ -61,11 +61,12 @@ PAPER_PARITY = {"agrees": "as the paper reports (essentially the same rank decay
 NO_ADVANTAGE = (" (so the parity fails, not the paper's point that random matrices alone give "
                 "Sinkhorn no advantage)")
 # The depth sweep (B5): how Sinkhorn / softmax over the late layers changes per doubling of
-# depth, in words about the advantage.
-GROWS = {"more": "the advantage grows with depth", "less": "the advantage shrinks with depth",
-         "parity": "the advantage stays within a factor {margin:g} per doubling",
-         "not more": "the advantage does not grow by the margin",
-         "not less": "the advantage does not shrink by the margin", "undecided": "undecided"}
+# depth, in words about that ratio (an advantage only where it is above 1).
+GROWS = {"more": "it grows with depth", "less": "it shrinks with depth",
+         "parity": "it stays within a factor {margin:g} per doubling",
+         "not more": "it does not grow by a factor {margin:g} per doubling",
+         "not less": "it does not shrink by a factor {margin:g} per doubling",
+         "undecided": "undecided"}
 DEPTH_SAID = ("Across depths, in the book's depth sweep ({task}, models of {depths} layers "
               "trained alike), Sinkhorn / softmax over the second half of the layers, per "
               "doubling of depth: {found} (B5).")
@@ -261,6 +262,8 @@ def _depth_trend(rows: dict[str, dict], settings: Profile) -> str | None:
         f"{r['part'].removeprefix('depth sweep, ')}, "
         + GROWS[r["found"]].format(margin=1 + r.get("margin", MARGIN))
         + (f" ({_ratio(r)} per doubling)" if r["found"] in ("more", "less") else "")
+        + (" (its values mostly tied at the rounding floor)"
+           if mostly_at_floor(r["tied"], r["values"]) else "")
         for r in tests)
     return DEPTH_SAID.format(task=short_task(tests[0]["task"]),
                              depths=joined([str(d) for d in sweep.depths]), found=found)
