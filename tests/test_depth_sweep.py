@@ -10,7 +10,8 @@ import pytest
 from rankcollapse import profiles
 from rankcollapse.experiments import depth_sweep
 from rankcollapse.experiments.depth_sweep.experiment import finding_data, late_table
-from rankcollapse.registry import registered, run
+from rankcollapse.primary_tests import run_part
+from rankcollapse.registry import registered
 
 DEPTHS = (3, 6, 12, 24)
 
@@ -47,7 +48,7 @@ def test_the_trend_is_the_mean_least_squares_slope_per_doubling():
     data = finding_data(hidden_table(log_ratio), "mnist")
     settings = replace(profiles.PROFILES["ci"],
                        depth_sweep=profiles.DepthSweep("mnist", DEPTHS, tuple(range(5))))
-    with_skips, without = (run("B5", p.name, data, settings, {"mnist": "MNIST"})
+    with_skips, without = (run_part("B5", p.name, data, settings, {"mnist": "MNIST"})
                            for p in registered("B5").parts)
     fitted = []
     for s in range(5):
@@ -68,7 +69,7 @@ def test_a_seed_missing_at_one_depth_is_refused():
                        depth_sweep=profiles.DepthSweep("mnist", DEPTHS, tuple(range(5))))
     with pytest.raises(ValueError, match=r"units \[4\] are not measured at every depth "
                                          r"\(3, 6, 12, 24\)"):
-        run("B5", registered("B5").parts[0].name, data, settings, {"mnist": "MNIST"})
+        run_part("B5", registered("B5").parts[0].name, data, settings, {"mnist": "MNIST"})
 
 
 def test_a_sweep_needs_two_depths_and_a_task_of_the_profile():
@@ -155,7 +156,7 @@ def test_the_trend_rule_finds_no_trend_in_at_most_five_percent_of_null_sweeps(
     for _ in range(runs):
         data = null_sweep(rng, seeds, correlation, tails)
         found = [r.found for p in registered("B5").parts
-                 for r in run("B5", p.name, data[data["variant"] == p.variants[0]], settings)]
+                 for r in run_part("B5", p.name, data[data["variant"] == p.variants[0]], settings)]
         hits += any(f in ("more", "less") for f in found)
     print(f"B5's rule on null sweeps ({seeds} seeds, correlation {correlation}, tails "
           f"{tails}): {hits / runs:.1%} false findings")

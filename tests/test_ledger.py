@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from rankcollapse.registry import CLAIMS, FINDINGS, OWN_BOUND, Claim
+from rankcollapse.claim_rows import Claim
+from rankcollapse.registry import CLAIMS, FINDINGS, OWN_BOUND
 from rankcollapse.stats import WORDS
 from rankcollapse.verdicts import Result, check_result
 from rankcollapse_book.ledger import (FINDINGS as FINDINGS_PAGE, JSON, PAGE, collect, findings,

@@ -13,8 +13,9 @@ import pytest
 from rankcollapse import registry
 from rankcollapse.profiles import PROFILES
 from conftest import THREE_TASKS
-from rankcollapse.registry import (CLAIMS, FINDINGS, Claim, Span, decide, family, run,
-                                   run_sequence, tasks_of)
+from rankcollapse.claim_rows import Claim
+from rankcollapse.primary_tests import collapse_layers, run_part, run_sequence
+from rankcollapse.registry import CLAIMS, FINDINGS, Span, decide, family, tasks_of
 from rankcollapse.verdicts import CLAIM_VERDICTS, FINDING_VERDICTS, Result
 
 
@@ -102,15 +103,15 @@ def constant(value: float, seeds: int = 5, spread: float = 0.02, seed: int = 0) 
 
 
 def test_a_clear_advantage_on_every_task_is_reproduced():
-    results = run("C4a", "trained models", hidden_table(constant(math.log(1.5))), CI)
+    results = run_part("C4a", "trained models", hidden_table(constant(math.log(1.5))), CI)
     assert [r.task for r in results] == ["text", "mnist", "cats_dogs"]
     assert all(r.found == "more" and r.outcome == "agrees" for r in results)
     assert results[0].number == pytest.approx(1.5, rel=0.02)
     assert results[0].level == pytest.approx(1 - 0.05 / 3) and results[0].units == (5,)
     assert decide("C4a", results) == "reproduced"
-    parity = run("C4a", "trained models", hidden_table(constant(0.0)), CI)
+    parity = run_part("C4a", "trained models", hidden_table(constant(0.0)), CI)
     assert {r.found for r in parity} == {"parity"} and decide("C4a", parity) == "not reproduced"
-    opposite = run("C4a", "trained models", hidden_table(constant(-math.log(1.5))), CI)
+    opposite = run_part("C4a", "trained models", hidden_table(constant(-math.log(1.5))), CI)
     assert decide("C4a", opposite) == "contradicted"
 
 
@@ -119,9 +120,9 @@ def test_only_the_registered_layers_and_variants_count():
     logs[:, :, 0, :6] = math.log(2.0)  # complete models, early layers only
     logs[:, :, 1:, :] = math.log(5.0)  # other variants: not registered for C4a
     table = hidden_table(logs)
-    c4a = run("C4a", "trained models", table, CI)
+    c4a = run_part("C4a", "trained models", table, CI)
     assert c4a[0].number == pytest.approx(math.sqrt(2.0), rel=0.03)  # mean over 12 layers
-    c4b = run("C4b", DEPTH_PART, table, CI)  # early against late: 2x larger early
+    c4b = run_part("C4b", DEPTH_PART, table, CI)  # early against late: 2x larger early
     assert c4b[0].number == pytest.approx(2.0, rel=0.03) and c4b[0].requirement == "more"
     assert decide("C4b", c4b) == "reproduced"
 
@@ -129,7 +130,7 @@ def test_only_the_registered_layers_and_variants_count():
 def test_a_larger_advantage_without_an_advantage_does_not_agree():
     logs = constant(0.0)
     logs[:, :, 0, 6:] = -math.log(2.0)  # early: parity; late: Sinkhorn far behind
-    c4b = run("C4b", DEPTH_PART, hidden_table(logs), CI)
+    c4b = run_part("C4b", DEPTH_PART, hidden_table(logs), CI)
     assert c4b[0].found == "more" and c4b[0].requirement == "parity"
     assert c4b[0].outcome == "against" and decide("C4b", c4b) == "not reproduced"
 
@@ -142,7 +143,7 @@ def test_censoring_counts_sinkhorn_staying_above_the_floor():
     no_skip = table["variant"].isin(VARIANTS[2:]) & (table["position"] >= 4)
     table.loc[no_skip, "softmax"] = 1e-18
     table.loc[no_skip, "sinkhorn"] = 1e-9
-    c4c = run("C4c", MATCHED_PART, table, CI, collapse=halves(table))
+    c4c = run_part("C4c", MATCHED_PART, table, CI, collapse=halves(table))
     assert all(r.found == "less" and r.censored > 0 for r in c4c)
     assert decide("C4c", c4c) == "contradicted"
 
@@ -150,7 +151,7 @@ def test_censoring_counts_sinkhorn_staying_above_the_floor():
 def test_mostly_tied_at_the_floor_gives_no_verdict():
     table = hidden_table(constant(0.0))
     table.loc[table["position"] >= 3, ["softmax", "sinkhorn"]] = 1e-18
-    results = run("C4a", "trained models", table, CI)
+    results = run_part("C4a", "trained models", table, CI)
     assert all(r.found == "undecided" and r.tied > r.values / 2 for r in results)
     assert decide("C4a", results) == "undecided"
 
@@ -158,14 +159,14 @@ def test_mostly_tied_at_the_floor_gives_no_verdict():
 def test_run_refuses_data_that_is_not_the_registered_data():
     table = hidden_table(constant(0.0))
     with pytest.raises(ValueError, match="registered for tasks"):
-        run("C4a", "trained models", table[table["task"] != "text"], CI)
+        run_part("C4a", "trained models", table[table["task"] != "text"], CI)
     with pytest.raises(ValueError, match="registered variants"):
-        run("C4c", MATCHED_PART, table[table["variant"] != "without FFN"], CI,
+        run_part("C4c", MATCHED_PART, table[table["variant"] != "without FFN"], CI,
             collapse=halves(table))
     with pytest.raises(ValueError, match="has no part"):
-        run("C4a", "random logits", table, CI)
+        run_part("C4a", "random logits", table, CI)
     with pytest.raises(ValueError, match="check"):
-        run("C1", "random pure attention", table, CI)
+        run_part("C1", "random pure attention", table, CI)
 
 
 def test_groups_tests_compare_independent_units():
@@ -178,7 +179,7 @@ def test_groups_tests_compare_independent_units():
                     rows.append({"task": task, "group": group, "unit": u, "variant": "full model",
                                  "position": depth,
                                  "value": math.exp(-depth + shift + rng.normal(0, 0.05))})
-    results = run("C6c", "random against trained", pd.DataFrame(rows), CI)
+    results = run_part("C6c", "random against trained", pd.DataFrame(rows), CI)
     assert all(r.units == (3, 12) and r.found == "more" for r in results)
     assert results[0].number == pytest.approx(4.0, rel=0.1)
     assert decide("C6c", results) == "reproduced"
@@ -234,7 +235,7 @@ def null_design(correlation: float, seeds: int, rng: np.random.Generator, effect
 def finds_the_effect(claim_id: str, logs: np.ndarray) -> bool:
     table = hidden_table(logs)
     part = {"C4b": DEPTH_PART, "C4c": MATCHED_PART}.get(claim_id, "trained models")
-    results = run(claim_id, part, table, CI, collapse=halves(table))
+    results = run_part(claim_id, part, table, CI, collapse=halves(table))
     return decide(claim_id, results) in ("reproduced", "partly reproduced")
 
 
@@ -332,7 +333,7 @@ def table_rows(spec, variants=("full model",), seed=0):
 def _check(claim_id, part_name, rows, kind, direction, family_size, floor, first,
            second=None, requires=False, margin=0.1, titles=None, tasks=None, profile=CI,
            collapse=None):
-    results = run(claim_id, part_name, pd.DataFrame(rows), profile, titles, collapse)
+    results = run_part(claim_id, part_name, pd.DataFrame(rows), profile, titles, collapse)
     tasks = tasks or tuple(dict.fromkeys(r["task"] for r in rows))
     depths = {t: registry.registered_depth(t, profile) for t in tasks}
     expected = plain_run(rows, tasks, part_name, kind, direction, 1 - 0.05 / family_size, floor,
@@ -448,7 +449,7 @@ def test_mechanism_contrast_leaves_out_the_depths_where_a_value_is_at_the_floor(
                if min(r["softmax"], r["sinkhorn"]) <= FLOOR64}
     kept = [r for r in rows if (r["task"], r["unit"], r["position"]) not in floored]
     profile = at_depths(CI, mnist=10, cats_dogs=10)
-    results = run("C6d", "trained models, correlation broken", pd.DataFrame(rows), profile)
+    results = run_part("C6d", "trained models, correlation broken", pd.DataFrame(rows), profile)
     expected = plain_run(kept, ("mnist", "cats_dogs"), "trained models, correlation broken",
                          "contrast", "more", 1 - 0.05 / 2, FLOOR64,
                          (("one input",), FROM_TWO), (("inputs mixed",), FROM_TWO), True, 0.1,
@@ -620,7 +621,8 @@ def test_sequence_matches_the_plain_loop_for_every_count():
 
 # ----------------------------------------------------------------------------- registry in words
 
-from rankcollapse.registry import (Part, claims_markdown,  # noqa: E402
+from rankcollapse.claim_rows import claims_markdown  # noqa: E402
+from rankcollapse.registry import (Part,  # noqa: E402
                                    family_level_words, lipschitz_sizes, scale_label,
                                    size_scale_label)
 
@@ -763,15 +765,15 @@ def test_run_messages_written_out():
     with pytest.raises(ValueError, match=r"^C4a / trained models is registered for tasks "
                                          r"\['text', 'mnist', 'cats_dogs'\]; the data has "
                                          r"\['text', 'mnist'\]$"):
-        run("C4a", "trained models", pd.DataFrame(rows), CI)
+        run_part("C4a", "trained models", pd.DataFrame(rows), CI)
     with pytest.raises(ValueError, match=r"^C1 / random pure attention is a check; see "
                                          r"check_result and run_sequence$"):
-        run("C1", "random pure attention", pd.DataFrame(rows), CI)
+        run_part("C1", "random pure attention", pd.DataFrame(rows), CI)
     with pytest.raises(ValueError, match=r"^B4 / Sinkhorn-trained models is a sequence"):
-        run("B4", "Sinkhorn-trained models", pd.DataFrame(rows), CI)
+        run_part("B4", "Sinkhorn-trained models", pd.DataFrame(rows), CI)
     with pytest.raises(ValueError, match=r"^C4a / trained models, task 'text': the data has no "
                                          r"rows for the registered variants \['full model'\]$"):
-        run("C4a", "trained models", pd.DataFrame(
+        run_part("C4a", "trained models", pd.DataFrame(
             [dict(r, variant="x") for r in rows] + [dict(rows[0], task="cats_dogs")]), CI)
 
 
@@ -985,9 +987,9 @@ def test_rows_without_a_unit_id_are_refused():
     table.loc[(table["task"] == "mnist") & (table["unit"] == 7), "unit"] = math.nan
     with pytest.raises(ValueError, match=r"^C4a / trained models, task 'mnist': 48 rows have no "
                                          r"unit id \(NaN\).*every row"):
-        run("C4a", "trained models", table, CI)
+        run_part("C4a", "trained models", table, CI)
     with pytest.raises(ValueError, match=r"^C4b / trained models, by relative depth, task 'mnist': 48 rows"):
-        run("C4b", DEPTH_PART, table, CI)
+        run_part("C4b", DEPTH_PART, table, CI)
 
 
 def test_a_unit_missing_from_the_second_selection_of_a_contrast_is_refused():
@@ -995,12 +997,12 @@ def test_a_unit_missing_from_the_second_selection_of_a_contrast_is_refused():
     late = (table["task"] == "text") & (table["unit"] == 3) & (table["position"] > 6)
     with pytest.raises(ValueError, match=r"^C4b / trained models, by relative depth, task 'text': unit 3 lacks "
                                          r"rows at .*layers L/2\+1–L full model"):
-        run("C4b", DEPTH_PART, table[~late], CI)
+        run_part("C4b", DEPTH_PART, table[~late], CI)
     no_skip = (table["task"] == "cats_dogs") & (table["unit"] == 5) & \
         table["variant"].isin(VARIANTS[2:])
     with pytest.raises(ValueError, match=r"^C4c / trained models, at matched residual level, task 'cats_dogs': unit 5 "
                                          r"lacks rows"):
-        run("C4c", MATCHED_PART, table[~no_skip], CI, collapse=halves(table[~no_skip]))
+        run_part("C4c", MATCHED_PART, table[~no_skip], CI, collapse=halves(table[~no_skip]))
 
 
 def test_a_unit_without_some_registered_layers_is_refused_in_a_paired_test_too():
@@ -1008,7 +1010,7 @@ def test_a_unit_without_some_registered_layers_is_refused_in_a_paired_test_too()
     gap = (table["task"] == "text") & (table["unit"] == 2) & (table["position"] == 4)
     with pytest.raises(ValueError, match=r"^C4a / trained models, task 'text': unit 2 lacks "
                                          r"rows at \(full model, layer 4\)"):
-        run("C4a", "trained models", table[~gap], CI)
+        run_part("C4a", "trained models", table[~gap], CI)
 
 
 def test_positions_numbered_from_zero_are_refused():
@@ -1018,7 +1020,7 @@ def test_positions_numbered_from_zero_are_refused():
     table["position"] -= 1
     with pytest.raises(ValueError, match=r"^C4a / trained models, task 'text': positions \[0\] "
                                          r"lie outside 1–12, the registered depth .*from 1"):
-        run("C4a", "trained models", table, CI)
+        run_part("C4a", "trained models", table, CI)
 
 
 def test_a_table_without_its_last_layer_is_refused_not_split_elsewhere():
@@ -1029,10 +1031,10 @@ def test_a_table_without_its_last_layer_is_refused_not_split_elsewhere():
     with pytest.raises(ValueError, match=r"^C4b / trained models, by relative depth, task 'mnist': the table has "
                                          r"no rows at layers \[12\] of layers L/2\+1–L \(depth "
                                          r"12 registered for this task"):
-        run("C4b", DEPTH_PART, short, CI)
+        run_part("C4b", DEPTH_PART, short, CI)
     deeper = registered_table(depth=14)  # 14 layers where 12 are registered
     with pytest.raises(ValueError, match=r"positions \[13, 14\] lie outside 1–12"):
-        run("C4a", "trained models", deeper, CI)
+        run_part("C4a", "trained models", deeper, CI)
 
 
 def test_spans_resolve_against_the_registered_depth_of_each_task():
@@ -1045,7 +1047,7 @@ def test_spans_resolve_against_the_registered_depth_of_each_task():
     rows = table_rows({"text": (4, 12, lambda u, v, l: 0.5 if l <= 6 else 0.0),
                        "mnist": (4, 8, lambda u, v, l: 0.5 if l <= 4 else 0.0),
                        "cats_dogs": (4, 12, lambda u, v, l: 0.5 if l <= 6 else 0.0)})
-    results = run("C4b", DEPTH_PART, pd.DataFrame(rows), deep)
+    results = run_part("C4b", DEPTH_PART, pd.DataFrame(rows), deep)
     assert all(r.number == pytest.approx(math.exp(0.5), rel=0.05) for r in results)
 
 
@@ -1117,7 +1119,7 @@ def test_collapse_layers_written_out():
         ("mnist", "full model"): [0.9, 0.4, 0.8, 0.9],
         ("mnist", "without skip"): [0.3, 0.2, 0.1, 0.1],
         ("cats_dogs", "full model"): [0.5, 0.5, 0.5, 0.5]})
-    assert registry.collapse_layers(table, profile) == {
+    assert collapse_layers(table, profile) == {
         ("text", "full model"): 4, ("text", "without skip"): 2,
         ("mnist", "full model"): 1, ("mnist", "without skip"): 0,
         ("cats_dogs", "full model"): 4}
@@ -1126,12 +1128,12 @@ def test_collapse_layers_written_out():
     spread = pd.DataFrame([{"task": "text", "variant": "v", "position": p, "unit": u,
                             "softmax": s} for p in (1, 2) for u, s in enumerate(
                                 (0.2, 0.8, 3.2) if p == 1 else (0.1, 0.1, 10.0))])
-    assert registry.collapse_layers(spread, at_depths(CI, text=2)) == {("text", "v"): 1}
+    assert collapse_layers(spread, at_depths(CI, text=2)) == {("text", "v"): 1}
     with pytest.raises(ValueError, match=r"^collapse_layers, task 'text', variant 'v': no rows "
                                          r"at layers \[2\] of 1–2$"):
-        registry.collapse_layers(spread[spread["position"] == 1], at_depths(CI, text=2))
+        collapse_layers(spread[spread["position"] == 1], at_depths(CI, text=2))
     with pytest.raises(ValueError, match="positive and finite"):
-        registry.collapse_layers(spread.assign(softmax=0.0), at_depths(CI, text=2))
+        collapse_layers(spread.assign(softmax=0.0), at_depths(CI, text=2))
 
 
 def test_collapse_spans_resolve_per_variant_and_say_so():
@@ -1155,7 +1157,7 @@ def test_c4b_by_collapse_uses_each_tasks_k_and_is_untested_where_a_window_is_emp
     rows = table_rows({t: (4, 12, lambda u, v, l, k=k: 0.5 if l <= k else 0.0)
                        for t, k in ks.items()})
     collapse = {(t, "full model"): k for t, k in ks.items()}
-    results = run("C4b", COLLAPSE_PART, pd.DataFrame(rows), CI, collapse=collapse)
+    results = run_part("C4b", COLLAPSE_PART, pd.DataFrame(rows), CI, collapse=collapse)
     text, mnist, cats = results
     assert text.number == pytest.approx(math.exp(0.5), rel=0.05) and text.outcome == "agrees"
     assert text.note == "" and text.level == pytest.approx(1 - 0.05 / 6)
@@ -1171,10 +1173,10 @@ def test_c4b_by_collapse_uses_each_tasks_k_and_is_untested_where_a_window_is_emp
     with pytest.raises(ValueError, match=r"^C4b / trained models, by collapse, task 'text': the "
                                          r"part's span ends at the collapse layer, and "
                                          r"`collapse` has no k for \['full model'\]"):
-        run("C4b", COLLAPSE_PART, pd.DataFrame(rows), CI)
+        run_part("C4b", COLLAPSE_PART, pd.DataFrame(rows), CI)
     with pytest.raises(ValueError, match=r"task 'mnist': the collapse layer of 'full model' is "
                                          r"13; it is a whole number in 0–12$"):
-        run("C4b", COLLAPSE_PART, pd.DataFrame(rows), CI,
+        run_part("C4b", COLLAPSE_PART, pd.DataFrame(rows), CI,
             collapse={**collapse, ("mnist", "full model"): 13})
 
 
@@ -1186,7 +1188,7 @@ def test_c4c_compares_each_variant_over_its_own_window():
     rows = table_rows({t: (5, 12, lambda u, v, l: level[v]) for t in CI.tasks}, VARIANTS)
     ks = dict(zip(VARIANTS, (2, 4, 1, 0)))
     collapse = {(t, v): k for t in CI.tasks for v, k in ks.items()}
-    results = run("C4c", MATCHED_PART, pd.DataFrame(rows), CI, collapse=collapse)
+    results = run_part("C4c", MATCHED_PART, pd.DataFrame(rows), CI, collapse=collapse)
     assert all(r.number == pytest.approx(math.exp(0.3), rel=0.05) for r in results)
     assert all(r.left_out.startswith("pure attention (no FFN, no skip): the softmax model "
                                      "keeps less than half") and not r.note for r in results)
@@ -1253,7 +1255,7 @@ def test_the_identified_contrast_finds_no_mechanism_in_at_most_five_percent_of_n
     runs, found = 300, []
     for _ in range(runs):
         data = null_mechanism(rng, seeds, depth, correlation)
-        result, = run("C6d", "trained models, correlation broken", data, settings)
+        result, = run_part("C6d", "trained models, correlation broken", data, settings)
         found.append(result.found)
     more, either = found.count("more") / runs, (found.count("more") + found.count("less")) / runs
     error = 2 * math.sqrt(0.05 * 0.95 / runs)  # two standard errors of a 5% rate

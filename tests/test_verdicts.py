@@ -13,6 +13,7 @@ from rankcollapse.verdicts import (Result, boundary, alternative, calibration, c
                                    results_sentence, simulate_outcomes, trend_verdict,
                                    TREND_VERDICTS, TREND_WORDS)
 from rankcollapse import registry
+from rankcollapse.claim_rows import Claim
 
 
 @pytest.mark.parametrize("outcomes, expected", [
@@ -541,6 +542,6 @@ def test_a_trend_over_depths_is_said_as_a_change_with_depth():
     assert trend_verdict(["undecided", "not more"]) == "undecided"
     assert set(TREND_WORDS.values()) <= set(TREND_VERDICTS)
     with pytest.raises(ValueError, match="unknown verdict 'Sinkhorn higher' for B5"):
-        registry.Claim("B5", "Sinkhorn higher", "")
+        Claim("B5", "Sinkhorn higher", "")
     assert registry.registered("B5").rule == "trend"
     assert registry.decide("B5", []) == "not testable here"

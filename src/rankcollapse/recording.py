@@ -79,7 +79,7 @@ def layer_comparisons(table: pd.DataFrame, value: str = "residual", unit: str = 
 
 def per_unit(table: pd.DataFrame, value: str = "residual", position: str | None = "layer",
              by=("task", "variant")) -> pd.DataFrame:
-    """A long table of chapter 5 as the data of a registered paired test (`registry.run`):
+    """A long table of chapter 5 as the data of a registered paired test (`primary_tests.run_part`):
     per (task, variant, position >= 1, training seed) the median of `value` over the test
     inputs or paths, softmax and Sinkhorn side by side."""
     keys = [*by] + ([position] if position else [])

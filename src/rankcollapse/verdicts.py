@@ -388,7 +388,7 @@ def _spread(r: Result) -> tuple[float, ...]:
             isinstance(x, numbers.Real) and math.isfinite(x) and x >= 0 for x in sd)):
         raise ValueError(f"{r.part}, task {r.task!r}: calibration needs the spread of the "
                          f"per-unit scores as one finite number >= 0 per group of units "
-                         f"{r.units}; got sd={r.sd}; record the test's result with `run` (it "
+                         f"{r.units}; got sd={r.sd}; record the test's result with `primary_tests.run_part` (it "
                          f"stores the spread)")
     return sd
 

@@ -25,7 +25,7 @@ from rankcollapse import __version__
 from rankcollapse.devices import resolve_device
 from rankcollapse.plots import use_style
 from rankcollapse.profiles import Profile, get_profile
-from rankcollapse.registry import Claim
+from rankcollapse.claim_rows import Claim
 from rankcollapse_book.export import FIGURE_DIR, git_commit, save_figure
 from rankcollapse_book.ledger import SYNTHETIC, chapter_box, save_records
 

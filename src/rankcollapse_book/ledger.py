@@ -1,6 +1,6 @@
 """The claims ledger: one row per claim of the paper, decided from the chapters' own results.
 
-Each chapter's summary box records its `registry.Claim` rows in
+Each chapter's summary box records its `claim_rows.Claim` rows in
 `book/chapters/claims/<chapter>.json` when it runs (`chapter.Chapter.glue_claims`). At build
 time `write_ledger` merges the results of every part of a claim (C2a and C9 on random and on
 trained logits, C6d in chapters 4 and 6), decides the claim again from all of them with its

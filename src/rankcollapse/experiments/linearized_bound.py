@@ -16,7 +16,8 @@ import torch
 from ..measures import matrix_norm, residual
 from ..normalizations import NORMALIZATIONS, normalize
 from ..names import display
-from ..registry import MIN_BOUND_LAYERS, REGIME, SLOPE_TOLERANCE, Claim
+from ..claim_rows import Claim
+from ..registry import MIN_BOUND_LAYERS, REGIME, SLOPE_TOLERANCE
 from ..stats import growth_factor, loglog_slope, significant
 from ..verdicts import check_result
 from ..theory import (HeadWeights, attention_layer, depth_bound_log, head_logits,

@@ -37,8 +37,9 @@ from ..measures import FLOOR, Paths, path_products, relative_residual, sample_pa
 from ..models import Classifier, Switches, random_stack
 from ..normalizations import NORMALIZATIONS, marginal_errors
 from ..profiles import Profile, Task
-from ..registry import (ACCURACY_MARGIN, ITERATIONS, Claim, registered, run, run_sequence,
-                        size_scale_label)
+from ..claim_rows import Claim
+from ..primary_tests import run_part, run_sequence
+from ..registry import ACCURACY_MARGIN, ITERATIONS, registered, size_scale_label
 from ..stats import WORDS, compare_groups, compare_table, describe, family_level, significant, \
     unit_values
 from ..verdicts import LEARNED, iterations_verdict, results_sentence
@@ -168,7 +169,7 @@ def scratch_claim(accuracy: pd.DataFrame, residuals: pd.DataFrame, contrast: pd.
     trained_pure = residuals[residuals["training"] == "from scratch"]
     tested = []
     for variant, part in SCRATCH_PARTS.items():
-        results = run("B1", part, rec.per_unit(trained_pure[trained_pure["variant"] == variant]),
+        results = run_part("B1", part, rec.per_unit(trained_pure[trained_pure["variant"] == variant]),
                       profile, titles)
         tested += results
         for task in dict.fromkeys(residuals["task"]):
@@ -268,7 +269,7 @@ def mechanism_claim(paths: pd.DataFrame, titles: dict[str, str], profile: Profil
     independent input (the registered contrast); it agrees only where Sinkhorn is shown
     ahead with one input. The inputs shuffled are description (the figure)."""
     part = "trained models, correlation broken"
-    c6d = run("C6d", part, mechanism_data(paths), profile, titles)
+    c6d = run_part("C6d", part, mechanism_data(paths), profile, titles)
     left_out = "; ".join(f"{r.task}: {r.left_out}" for r in c6d if r.left_out)
     finding = ("Trained models, path products of depths 2–L, each seed over the depths at "
                "which none of its products (softmax or Sinkhorn, one input or mixed) is at the "
@@ -349,7 +350,7 @@ def swap_claim(residuals: pd.DataFrame, accuracy: pd.DataFrame, titles: dict[str
     mean = accuracy.groupby(["task", "trained", "normalization"], sort=False)["accuracy"].mean()
     tested, parts = [], []
     for trained, part in SWAP_PARTS.items():
-        results = run("B3", part, data[data["variant"] == f"trained with {trained}"], profile,
+        results = run_part("B3", part, data[data["variant"] == f"trained with {trained}"], profile,
                       titles)
         tested += results
         acc = "; ".join(f"{titles[t]}: " + ", ".join(
@@ -406,7 +407,7 @@ def iteration_sweep(models: dict[str, dict[tuple[str, int], TrainResult]],
 
 
 def iteration_claim(sweep: pd.DataFrame, titles: dict[str, str], profile: Profile) -> Claim:
-    """B4: the registered fixed-sequence test (`registry.run_sequence`): the fewest
+    """B4: the registered fixed-sequence test (`primary_tests.run_sequence`): the fewest
     iterations whose accuracy matches that with the most in every task, tested from the
     most down; with its speed-up in time per forward pass and the attention's departure
     from doubly stochastic there."""
@@ -556,10 +557,10 @@ def lipschitz_claim(random: pd.DataFrame, trained: pd.DataFrame, sensitive: pd.D
     registered tests that decide the verdict; and the sensitivity of trained models (units:
     training seeds), description beside it."""
     wide = unit_values(random, "draw", ["n", "logit_std"], "lipschitz")
-    rand = run("C10", "random layers", wide.assign(task=[
+    rand = run_part("C10", "random layers", wide.assign(task=[
         size_scale_label(n, s) for n, s in zip(wide["n"], wide["logit_std"])]).rename(
             columns={"draw": "unit"}), profile)
-    layers = run("C10", "trained layers", rec.per_unit(trained.assign(variant="full model"),
+    layers = run_part("C10", "trained layers", rec.per_unit(trained.assign(variant="full model"),
                                                        "lipschitz"), profile, titles)
     sens = compare_table(sensitive, unit="seed", by=["task"], value="sensitivity")
     parts = ["Random layers: " + results_sentence(rand, "draws"),

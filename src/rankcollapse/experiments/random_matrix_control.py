@@ -26,7 +26,9 @@ from ..measures import path_products, relative_residual, rounding_floor, sample_
 from ..models import Switches, random_stack
 from ..normalizations import NORMALIZATIONS, normalize
 from ..profiles import Profile
-from ..registry import HALF_IDENTITY, INDEPENDENT, NETWORK_SCALES, Claim, run
+from ..claim_rows import Claim
+from ..primary_tests import run_part
+from ..registry import HALF_IDENTITY, INDEPENDENT, NETWORK_SCALES
 from ..stats import (FOUND, WORDS, censored_logs, compare_groups, compare_table, describe,
                      family_level, ranges, unit_values)
 from ..verdicts import results_sentence
@@ -352,9 +354,9 @@ def claims(control: pd.DataFrame, sweep: pd.DataFrame, profile: Profile) -> list
     settings 'independent' and 'independent, half identity'). The sweep over n and logit
     scale, and the random networks of tests (b) and (c), are description: the paper's
     hypothesis (C6d) is decided on trained models in chapter 6."""
-    c6a = run("C6a", "random matrices", registered_paths(control, "independent", INDEPENDENT),
+    c6a = run_part("C6a", "random matrices", registered_paths(control, "independent", INDEPENDENT),
               profile)
-    c6b = run("C6b", "random matrices, half identity",
+    c6b = run_part("C6b", "random matrices, half identity",
               registered_paths(control, "independent, half identity", HALF_IDENTITY), profile)
     where = f"(n = {profile.n_tokens}, logit scale 1, depths 2–{profile.depth})"
     return [

@@ -17,7 +17,8 @@ import pandas as pd
 
 from ..normalizations import NORMALIZATIONS
 from ..profiles import Profile
-from ..registry import Claim, run
+from ..claim_rows import Claim
+from ..primary_tests import run_part
 from ..stats import compare_groups, describe, family_level
 from ..verdicts import results_sentence
 from .random_matrix_control import pooled_paths, random_pool
@@ -80,7 +81,7 @@ def random_contrast(paths: pd.DataFrame, random: pd.DataFrame, variant: str = "f
 
 def registered_data(paths: pd.DataFrame, random: pd.DataFrame, variant: str = "full model"
                     ) -> pd.DataFrame:
-    """C6c's data (`registry.run`, a groups test): per task '<task>, <normalization>' the
+    """C6c's data (`primary_tests.run_part`, a groups test): per task '<task>, <normalization>' the
     trained seeds' (group 'reference') and the random pools' ('other') medians over paths
     at each depth."""
     trained, pools = _medians(paths, random, variant, 1)
@@ -98,7 +99,7 @@ def claim(paths: pd.DataFrame, random: pd.DataFrame, titles: dict[str, str],
     normalization, depths 2..L."""
     names = {f"{t}, {n}": f"{titles[t]}, {'Sinkhorn' if n == 'sinkhorn' else n}"
              for t in titles for n in NORMALIZATIONS}
-    tested = run("C6c", "random against trained", registered_data(paths, random), profile,
+    tested = run_part("C6c", "random against trained", registered_data(paths, random), profile,
                  names)
     return Claim.of("C6c", tested, "Rank-1 residual of path products, random / trained (complete "
                     "models; seeds against independent pools of random matrices of the same "

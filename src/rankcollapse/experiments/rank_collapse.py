@@ -15,7 +15,8 @@ import torch
 from .. import precise
 from ..measures import affine_rank, layer_table, relative_residual, rounding_floor, row_entropy
 from ..models import Encoder, Switches, random_stack
-from ..registry import COLLAPSED, Claim
+from ..claim_rows import Claim
+from ..registry import COLLAPSED
 from ..stats import growth_factor, mostly_at_floor, significant
 from ..verdicts import check_result
 from ..theory import random_head

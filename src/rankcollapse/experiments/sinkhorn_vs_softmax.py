@@ -12,7 +12,9 @@ from ..masks import log_normalize
 from ..measures import row_entropy
 from ..normalizations import marginal_errors, sinkhorn, softmax
 from ..profiles import Profile
-from ..registry import ENTROPY_MARGIN, PAPER_N, PAPER_SCALE, Claim, run, scale_label
+from ..claim_rows import Claim
+from ..primary_tests import run_part
+from ..registry import ENTROPY_MARGIN, PAPER_N, PAPER_SCALE, scale_label
 from ..stats import compare_table, describe, mostly_at_floor, significant, unit_values
 from ..verdicts import SHARE, TOLERANCE, marginal_check, results_sentence
 
@@ -131,7 +133,7 @@ def entropy_sentence(entropy: pd.DataFrame, x: str = "scale", noun: str = "logit
 
 
 def registered_entropy(entropies: pd.DataFrame) -> pd.DataFrame:
-    """`entropy_table` as the data of C9's random-logit test (`registry.run`): one row per
+    """`entropy_table` as the data of C9's random-logit test (`primary_tests.run_part`): one row per
     (logit scale, draw) with the two normalizations' entropies."""
     wide = unit_values(entropies, "draw", ["scale"], "entropy")
     return wide.assign(task=wide["scale"].map(scale_label)).rename(columns={"draw": "unit"})
@@ -147,7 +149,7 @@ def claims(after: pd.DataFrame, entropies: pd.DataFrame, profile: Profile) -> li
     worst = float(after.loc[after.index <= PAPER_SCALE, (f"n = {PAPER_N}", "largest")].max())
     column = (f"n = {PAPER_N}", "largest")
     median = after[(f"n = {PAPER_N}", "median")]
-    entropy = run("C9", "random logits", registered_entropy(entropies), profile)
+    entropy = run_part("C9", "random logits", registered_entropy(entropies), profile)
     return [
         Claim.of("C2a", [marginal_check("random logits", "random logits", q99)],
                  f"Row error after 50 iterations at n = {PAPER_N} (each random matrix counted "

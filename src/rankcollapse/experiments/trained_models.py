@@ -22,8 +22,10 @@ from ..measures import FLOOR, layer_table, row_entropy
 from ..models import Classifier, EncoderOutput, Switches
 from ..normalizations import NORMALIZATIONS, marginal_errors, sinkhorn
 from ..profiles import Profile, Task
+from ..claim_rows import Claim
+from ..primary_tests import collapse_layers, run_part
 from ..registry import (ACCURACY_MARGIN, COLLAPSE_LEVEL, ENTROPY_MARGIN, NO_SKIPS, SKIPS,
-                        Claim, collapse_layers, registered, registered_depth, run)
+                        registered, registered_depth)
 from ..stats import FOUND, WORDS, compare_table, describe, mostly_at_floor, ranges
 from ..verdicts import LEARNED, SHARE, TOLERANCE, Result, marginal_check, \
     results_sentence
@@ -275,7 +277,7 @@ def accuracy_claim(results: dict[str, dict[tuple[str, int], TrainResult]],
     """C8: Sinkhorn models match or improve accuracy, the registered test per task over
     training seeds (parity within `registry.ACCURACY_MARGIN` counts as a match)."""
     data = accuracy_data(results)
-    tested = run("C8", "trained models", data, profile, titles)
+    tested = run_part("C8", "trained models", data, profile, titles)
     means = data.groupby("task", sort=False)[["softmax", "sinkhorn"]].mean()
     accuracies = "; ".join(f"{titles[t]}: softmax {r.softmax:.3f}, Sinkhorn {r.sinkhorn:.3f}"
                            for t, r in means.iterrows())
@@ -396,19 +398,19 @@ def claims(analysis: "Analysis", titles: dict[str, str], profile: Profile) -> li
     half, C4b; with skips against without, each before its own collapse, C4c), the
     attention sub-layer's output (C4d) and attention path products (C4e) of the trained
     models. The collapse layers come from the softmax models' relative residual
-    (`registry.collapse_layers`)."""
+    (`primary_tests.collapse_layers`)."""
     hidden = per_unit(analysis.hidden)
     paths = per_unit(analysis.paths, position="depth")
     collapse = collapse_layers(per_unit(analysis.hidden, "relative"), profile)
-    c4b = (run("C4b", "trained models, by relative depth", hidden, profile, titles)
-           + run("C4b", "trained models, by collapse", hidden, profile, titles, collapse))
-    tested = {"C4a": run("C4a", "trained models", hidden, profile, titles),
+    c4b = (run_part("C4b", "trained models, by relative depth", hidden, profile, titles)
+           + run_part("C4b", "trained models, by collapse", hidden, profile, titles, collapse))
+    tested = {"C4a": run_part("C4a", "trained models", hidden, profile, titles),
               "C4b": c4b,
-              "C4c": run("C4c", "trained models, at matched residual level", hidden, profile,
+              "C4c": run_part("C4c", "trained models, at matched residual level", hidden, profile,
                          titles, collapse),
-              "C4d": run("C4d", "trained models", per_unit(analysis.attention_output),
+              "C4d": run_part("C4d", "trained models", per_unit(analysis.attention_output),
                          profile, titles),
-              "C4e": run("C4e", "trained models", paths, profile, titles)}
+              "C4e": run_part("C4e", "trained models", paths, profile, titles)}
 
     def with_requirement(results: list[Result], where: str) -> str:
         several = len({r.part for r in results}) > 1  # C4b: say which split each is of
@@ -476,7 +478,7 @@ def trained_attention_claims(attention: pd.DataFrame, titles: dict[str, str],
         parts.append(f"{titles[task]}: {SHARE:.0%} quantile {q99:.1e}, largest "
                      f"{g['marginal_error'].max():.1e}; logit scale {scale.min():.2g}–"
                      f"{scale.max():.2g} over layers")
-    entropy = run("C9", "trained models", per_unit(attention, "entropy"), profile, titles)
+    entropy = run_part("C9", "trained models", per_unit(attention, "entropy"), profile, titles)
     return [
         Claim.of("C2a", checks, "Row error after exactly 50 iterations of the trained "
                  "Sinkhorn models' own logits, one value per layer and test input (its worst "

@@ -12,7 +12,9 @@ from ...measures import FLOOR
 from ...normalizations import NORMALIZATIONS
 from ...profiles import Profile, sweep_task
 from ...recording import hidden_residuals, record
-from ...registry import LATE, Claim, registered, run as run_test, trend_scores
+from ...claim_rows import Claim
+from ...primary_tests import run_part, trend_scores
+from ...registry import LATE, registered
 from ...stats import (WORDS, compare_table, family_level, found_of, mostly_at_floor,
                      paired_estimate, unit_values)
 from ...tasks import load_task
@@ -109,7 +111,7 @@ def finding_data(hidden: pd.DataFrame, task: str) -> pd.DataFrame:
 
 def late_table(data: pd.DataFrame, task: str) -> pd.DataFrame:
     """Per variant and depth, Sinkhorn / softmax over the second half of the layers: the
-    mean over seeds of the registered test's per-seed log ratios (`registry.trend_scores`),
+    mean over seeds of the registered test's per-seed log ratios (`primary_tests.trend_scores`),
     with t intervals simultaneous over the depths of each variant (description); where the
     registered rule would call those layers' values mostly tied at the rounding floor under
     both normalizations (`stats.mostly_at_floor`), `found` says so (`TIED`) instead of what
@@ -152,9 +154,9 @@ def run(settings: Profile, device: str = "auto", cache_dir=None, quiet: bool = T
                            floor=FLOOR)
     ratios = ratios.assign(relative=ratios["layer"] / ratios["depth"])
     data = finding_data(hidden, sweep.task)
-    tested = run_test(FINDING, registered(FINDING).parts[0].name, data, settings,
+    tested = run_part(FINDING, registered(FINDING).parts[0].name, data, settings,
                       {sweep.task: title}) + \
-        run_test(FINDING, registered(FINDING).parts[1].name, data, settings,
+        run_part(FINDING, registered(FINDING).parts[1].name, data, settings,
                  {sweep.task: title})
     depths = ", ".join(map(str, sweep.depths[:-1])) + f" and {sweep.depths[-1]}"
     said = "; ".join(
