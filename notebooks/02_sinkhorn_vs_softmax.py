@@ -86,29 +86,29 @@ n = settings.n_tokens
 
 # %%
 scales = ENTROPY_SCALES
-curves = sv.convergence_curves(scales, settings.n_samples, n, 120, gen)
+curves = sv.convergence_curves(scales, settings.n_samples, n, settings.convergence_steps, gen)
 
-# %% mystnb={"figure": {"caption": "Marginal errors of Sinkhorn's algorithm against the number of steps, for random logits of five scales ($n$ tokens as in the profile, mean over random draws; float32, so errors stop near $10^{-7}$). Left, half-steps (Sinkformers' convention): after a row step the row error is at rounding level and the column error is what remains, and vice versa. Right, full iterations (this book's convention): columns are exact after every iteration, the row error is plotted. Dashed: the paper's 50 iterations. A curve that crosses below the others sooner converges faster; curves still high at the dashed line are not converged after 50 iterations.", "name": "fig-convergence"}}
+# %% mystnb={"figure": {"caption": "Marginal errors of Sinkhorn's algorithm against the number of steps, for random logits of the scales in the legend ($n$ tokens as in the profile, mean over random draws; float32, so errors stop near $10^{-7}$). Left, half-steps (Sinkformers' convention): after a row step the row error is at rounding level and the column error is what remains, and vice versa. Right, full iterations (this book's convention): columns are exact after every iteration, the row error is plotted. Dashed: the paper's 50 iterations. A curve that crosses below the others sooner converges faster; curves still high at the dashed line are not converged after 50 iterations.", "name": "fig-convergence"}}
 chapter.show(plots.convergence_figure(curves, settings.n_iter), "fig-convergence", curves)
 
 # %% [markdown]
 # What does "effectively doubly stochastic after 50 iterations" mean in numbers? The error
 # is heavy-tailed over random draws, so the table gives its median, 90% and 99% quantiles and largest
 # value over {glue:text}`ch2_error_draws` independent random logit matrices per logit scale,
-# after exactly 50 full iterations (float64, every iteration run, so that neither rounding
+# after exactly {glue:text}`ch2_n_iter` full iterations (float64, every iteration run, so that neither rounding
 # nor early stopping hides the answer), at this profile's $n$ and at the paper's $n = 128$.
 # (The figure above shows means over fewer draws, in float32.)
 
 # %%
-error_draws = 256
-after_50 = sv.error_after(50, sorted({n, PAPER_N}), scales, draws=error_draws, generator=gen)
-after_50.style.format("{:.1e}").format_index("{:g}")
+after_iterations = sv.error_after(settings.n_iter, sorted({n, PAPER_N}), scales,
+                          draws=settings.error_draws, generator=gen)
+after_iterations.style.format("{:.1e}").format_index("{:g}")
 
 # %% tags=["remove-cell"]
-chapter.glue({f"ch2_err_{key}_{s:g}_{q}": significant(after_50.loc[s, (f"n = {size}", name)], 2)
+chapter.glue({f"ch2_err_{key}_{s:g}_{q}": significant(after_iterations.loc[s, (f"n = {size}", name)], 2)
               for key, size in (("n", n), ("128", PAPER_N)) for s in (2.0, 3.0, 5.0)
               for q, name in (("med", "median"), ("q99", "99%"), ("max", "largest"))}
-             | {"ch2_n": n, "ch2_error_draws": error_draws})
+             | {"ch2_n": n, "ch2_error_draws": settings.error_draws, "ch2_n_iter": settings.n_iter})
 
 # %% [markdown]
 # At the paper's length $n = 128$ and logit scale 2 the median row error is
@@ -124,17 +124,22 @@ chapter.glue({f"ch2_err_{key}_{s:g}_{q}": significant(after_50.loc[s, (f"n = {si
 # %% [markdown]
 # ## What changes in the attention matrix
 #
-# {numref}`fig-heatmaps` shows the two normalizations of the same logits. Softmax leaves the
+# {numref}`fig-heatmaps` shows the two normalizations of the same logits, one random
+# {glue:text}`ch2_heat_n` × {glue:text}`ch2_heat_n` matrix of logit scale
+# {glue:text}`ch2_heat_scale:g`. Softmax leaves the
 # keys' totals (column sums) uneven, here from {glue:text}`ch2_colsum_min:.2f` to
 # {glue:text}`ch2_colsum_max:.2f`; Sinkhorn makes every key's total one.
 
 # %%
-small = torch.randn(12, 12, generator=gen) * 1.5
-pair = {"softmax": softmax(small).numpy(), "Sinkhorn (50 iterations)": sinkhorn(small, 50).numpy()}
+side, scale = settings.heatmap
+small = torch.randn(side, side, generator=gen) * scale
+pair = {"softmax": softmax(small).numpy(),
+        f"Sinkhorn ({settings.n_iter} iterations)": sinkhorn(small, settings.n_iter).numpy()}
 chapter.glue({"ch2_colsum_min": pair["softmax"].sum(0).min(),
-              "ch2_colsum_max": pair["softmax"].sum(0).max()})
+              "ch2_colsum_max": pair["softmax"].sum(0).max(), "ch2_heat_n": side,
+              "ch2_heat_scale": scale})
 
-# %% mystnb={"figure": {"caption": "Softmax and Sinkhorn attention for the same random 12 × 12 logits (logit scale 1.5); rows are queries, columns keys. The bars above each map are the column sums: uneven for softmax, all one for Sinkhorn. Look at the bars: Sinkhorn's are all at one, softmax's are not.", "name": "fig-heatmaps"}}
+# %% mystnb={"figure": {"caption": "Softmax and Sinkhorn attention for the same random logits (their size and scale are in the text); rows are queries, columns keys. The bars above each map are the column sums: uneven for softmax, all one for Sinkhorn. Look at the bars: Sinkhorn's are all at one, softmax's are not.", "name": "fig-heatmaps"}}
 weights = pd.concat([pd.DataFrame(p).stack().rename("weight").rename_axis(["query", "key"])
                      .reset_index().assign(normalization=k) for k, p in pair.items()])
 chapter.show(plots.heatmaps(pair), "fig-heatmaps", weights)
@@ -145,13 +150,12 @@ chapter.show(plots.heatmaps(pair), "fig-heatmaps", weights)
 # the mean row entropy over {glue:text}`ch2_draws` random logit matrices per scale.
 
 # %%
-draws = settings.n_samples * 4
-entropies = sv.entropy_table(scales, draws, n, gen)
+entropies = sv.entropy_table(scales, settings.entropy_draws, n, gen)
 entropy = sv.entropy_comparison(entropies)
 means = entropies.groupby(["scale", "normalization"])["entropy"].mean().unstack()
 
 # %% tags=["remove-cell"]
-chapter.glue({"ch2_draws": draws,
+chapter.glue({"ch2_draws": settings.entropy_draws,
               "ch2_entropy_gain_3": means.loc[3.0, "sinkhorn"] - means.loc[3.0, "softmax"]})
 chapter.glue_text({"ch2_entropy_verdict": sv.entropy_sentence(entropy)})
 
@@ -176,9 +180,8 @@ chapter.show(fig, "fig-entropy", entropies)
 
 # %%
 floor = rounding_floor(torch.float64)
-logit_scales = [0.5, 1.0, 2.0, 4.0]
 stacks = rc.sweep([dict(normalization=nm, logit_std=s) for nm in ("softmax", "sinkhorn")
-                   for s in logit_scales], settings.n_samples, n, settings.d_model,
+                   for s in settings.pure_scales], settings.n_samples, n, settings.d_model,
                   settings.n_heads, settings.depth, settings.n_iter, seed, chapter.device,
                   dtype=torch.float64, weight_draws=settings.weight_draws)
 stack_summary = rc.log_summary(stacks, ["normalization", "logit_std", "layer"], floor=floor)
@@ -189,7 +192,7 @@ chapter.glue({"ch2_draws_w": settings.weight_draws, "ch2_inputs": settings.n_sam
               "ch2_collapsed": COLLAPSED, **{f"ch2_{k}": v for k, v in sv.reach_gaps(reach).items()}})
 chapter.glue_text({"ch2_reach": sv.reach_sentence(reach)})
 
-# %% mystnb={"figure": {"caption": "Relative residual (composite norm, log scale) against depth in pure self-attention with random weights, softmax (blue) and Sinkhorn (red, 50 iterations), for four logit scales (line styles). Same weights and inputs for both; lines: geometric mean over inputs and weight draws; bands: one standard deviation of $\\log_{10} r$; values at the float64 rounding floor enter at the floor (censored), and a layer mostly at the floor is not drawn. Where the red and blue curves of one line style lie on top of each other, the two normalizations collapse alike.", "name": "fig-pure-both"}}
+# %% mystnb={"figure": {"caption": "Relative residual (composite norm, log scale) against depth in pure self-attention with random weights, softmax (blue) and Sinkhorn (red), for the logit scales of the legend (line styles). Same weights and inputs for both; lines: geometric mean over inputs and weight draws; bands: one standard deviation of $\\log_{10} r$; values at the float64 rounding floor enter at the floor (censored), and a layer mostly at the floor is not drawn. Where the red and blue curves of one line style lie on top of each other, the two normalizations collapse alike.", "name": "fig-pure-both"}}
 fig = plots.residual_bands(stack_summary, "normalization", "{}, logit scale {:g}",
                            style="logit_std", figsize=(6.5, 4))
 chapter.show(fig, "fig-pure-both", stack_summary)
@@ -214,22 +217,28 @@ names.readable(reach)
 #
 # ## What it costs
 #
-# Sinkhorn repeats a normalization 50 times where softmax does it once. The library's
+# Sinkhorn repeats a normalization {glue:text}`ch2_n_iter` times where softmax does it once. The library's
 # implementation does the first row and column steps in the log domain and the remaining ones
 # as matrix-vector products (see the module documentation and `benchmarks/sinkhorn.py`);
 # the plain reference alternates `logsumexp` over rows and columns.
 
 # %%
-timing = time_vs_n([16, 32, 64, 128], batch=64, n_iter=50, repeats=5, device=chapter.device)
+timing = time_vs_n(list(settings.cost_sizes), batch=settings.cost_batch, n_iter=settings.n_iter,
+                   repeats=settings.cost_repeats, device=chapter.device)
 per_n = timing.pivot(index="n", columns="implementation", values="seconds")
-chapter.glue({"ch2_cost_ratio": per_n.loc[128, "sinkhorn"] / per_n.loc[128, "softmax"],
-              "ch2_speedup": per_n.loc[128, "log-domain reference"] / per_n.loc[128, "sinkhorn"]})
+largest = max(settings.cost_sizes)
+chapter.glue({"ch2_cost_ratio": per_n.loc[largest, "sinkhorn"] / per_n.loc[largest, "softmax"],
+              "ch2_speedup": per_n.loc[largest, "log-domain reference"] / per_n.loc[largest, "sinkhorn"],
+              "ch2_cost_n": largest, "ch2_cost_batch": settings.cost_batch,
+              "ch2_cost_repeats": settings.cost_repeats})
 
-# %% mystnb={"figure": {"caption": "Time of one call on a batch of 64 float32 logit matrices of size $n \\times n$ (median of 5 interleaved runs, on the device named in this chapter's header box): softmax (blue), this library's Sinkhorn with 50 iterations (red) and the plain log-domain Sinkhorn loop (grey, dashed). The vertical gap between the red and blue lines is the cost of Sinkhorn's iterations at each size.", "name": "fig-cost"}}
+# %% mystnb={"figure": {"caption": "Time of one call on a batch of float32 logit matrices of size $n \\times n$ (the median of interleaved runs; batch and rounds in the text; on the device named in this chapter's header box): softmax (blue), this library's Sinkhorn (red) and the plain log-domain Sinkhorn loop (grey, dashed). The vertical gap between the red and blue lines is the cost of Sinkhorn's iterations at each size.", "name": "fig-cost"}}
 chapter.show(plots.cost_figure(per_n), "fig-cost", timing)
 
 # %% [markdown]
-# At $n = 128$ one Sinkhorn call costs {glue:text}`ch2_cost_ratio:.0f` softmax calls here
+# On a batch of {glue:text}`ch2_cost_batch` matrices, each time the median of
+# {glue:text}`ch2_cost_repeats` interleaved runs: at $n$ = {glue:text}`ch2_cost_n` one
+# Sinkhorn call of {glue:text}`ch2_n_iter` iterations costs {glue:text}`ch2_cost_ratio:.0f` softmax calls here
 # and is {glue:text}`ch2_speedup:.1f` times faster than the plain log-domain loop
 # ({numref}`fig-cost`; timings from a shared machine are indicative). The appendix,
 # {doc}`07_appendix_performance`, measures speed and memory at the benchmark's size.
@@ -249,4 +258,4 @@ chapter.show(plots.cost_figure(per_n), "fig-cost", timing)
 # ````
 
 # %% tags=["remove-cell"]
-chapter.glue_claims("ch2_claims", sv.claims(after_50, entropies, settings), "02_sinkhorn_vs_softmax")
+chapter.glue_claims("ch2_claims", sv.claims(after_iterations, entropies, settings), "02_sinkhorn_vs_softmax")

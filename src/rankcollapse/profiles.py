@@ -119,6 +119,18 @@ class Profile:
     collapse_precise: PreciseStack = PreciseStack(depth=8, n_tokens=8, digits=1200)
     layernorm_ranks: tuple[int, ...] = (1, 2, 4, 8)  # affine ranks built into the token sets
     layernorm_draws: int = 20  # token sets per rank
+    # Chapter 2. Steps of the convergence curves; float64 logit matrices per logit scale for
+    # the row error after `n_iter` iterations; the heat maps' one matrix (side, logit scale);
+    # random logit matrices per scale for the row entropies (C9); the logit scales of the pure
+    # stacks; the cost figure's token counts, batch and interleaved rounds.
+    convergence_steps: int = 120
+    error_draws: int = 256
+    heatmap: tuple[int, float] = (12, 1.5)
+    entropy_draws: int = 128
+    pure_scales: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
+    cost_sizes: tuple[int, ...] = (16, 32, 64, 128)
+    cost_batch: int = 64
+    cost_repeats: int = 5
     # Chapter 3. Logit sizes eps of the linearization check; input residual sizes s of one
     # layer; starting sizes of the float64 stack and of its high-precision copy; the regime
     # sweep's logit scales and input residual sizes.
@@ -208,7 +220,7 @@ PROFILES: dict[str, Profile] = {
                   scratch_tasks=("mnist",), scratch_seeds=(0, 1, 2), train_jobs=2,
                   lipschitz_draws=6, depth_sweep=_CI_SWEEP),
     "full": Profile("full", n_tokens=128, d_model=128, n_heads=4, depth=24, n_iter=50,
-                    n_samples=128, weight_draws=4, n_paths=100, n_pools=16,
+                    n_samples=128, weight_draws=4, n_paths=100, n_pools=16, entropy_draws=512,
                     paths_per_pool=100, tasks=_FULL_TASKS, train_seeds=(0, 1, 2, 3, 4),
                     n_eval=512, scratch_tasks=("text", "mnist", "cats_dogs"),
                     scratch_seeds=(0, 1, 2, 3, 4), train_jobs=4, lipschitz_draws=16,
@@ -225,6 +237,7 @@ PROFILES: dict[str, Profile] = {
 # few draws): a check that the book runs, whose numbers mean nothing.
 PROFILES["smoke"] = replace(
     PROFILES["ci"], name="smoke", n_samples=8, n_paths=10, n_pools=4, paths_per_pool=5,
+    entropy_draws=32,
     n_eval=16, train_seeds=(0, 1, 2), scratch_seeds=(0, 1), lipschitz_draws=2,
     layernorm_draws=4,
     tasks={role: replace(task, epochs=1, train_limit=256, seeds=())
@@ -238,6 +251,7 @@ PROFILES["smoke"] = replace(
 # `full` will: a check that the book runs, whose numbers mean nothing.
 PROFILES["full-smoke"] = replace(
     PROFILES["full"], name="full-smoke", n_samples=4, weight_draws=2, n_paths=6, n_pools=3,
+    entropy_draws=16,
     paths_per_pool=4, n_eval=8, train_seeds=(0, 1, 2), scratch_seeds=(0, 1), train_jobs=2,
     lipschitz_draws=2, layernorm_draws=4, pool_batch=4,
     # the appendix's code at small sizes; a step at the paper's shapes (the same code as at
