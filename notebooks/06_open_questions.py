@@ -310,8 +310,7 @@ chapter.glue_text({"ch6_b4": f"**{b4.verdict.capitalize()}.** {b4.finding}"})
 lip_scales, lip_sizes = LIPSCHITZ_SCALES, lipschitz_sizes(settings)
 random_lip = oq.random_lipschitz(settings.d_model, settings.n_heads, lip_scales, lip_sizes,
                                  settings.lipschitz_draws, seed, settings.n_iter)
-depth = tasks["mnist"].depth
-trained_lip = oq.trained_lipschitz(models, tests, (1, depth // 2, depth), 2)
+trained_lip = oq.trained_lipschitz(models, tests, settings.lipschitz_inputs)
 sensitive = oq.sensitivity(models, tests, settings.n_eval, seed=seed)
 check_n = oq.check_tokens(settings.d_model, lip_sizes[0])
 check = oq.power_iteration_check(settings.d_model, settings.n_heads, check_n, seed,
@@ -325,7 +324,7 @@ chapter.show(plots.lipschitz_figure(random_lip, trained_lip, TITLES), "fig-lipsc
 # %% tags=["remove-cell"]
 c10 = oq.lipschitz_claim(random_lip, trained_lip, sensitive, TITLES, settings)
 chapter.glue({"ch6_d": settings.d_model, "ch6_heads": settings.n_heads,
-              "ch6_draws": settings.lipschitz_draws, "ch6_lip_inputs": 2, "ch6_check_n": check_n})
+              "ch6_draws": settings.lipschitz_draws, "ch6_lip_inputs": settings.lipschitz_inputs, "ch6_check_n": check_n})
 chapter.glue_text({"ch6_c10": f"**{c10.verdict.capitalize()}.** {c10.finding}"})
 
 # %% [markdown]

@@ -198,12 +198,12 @@ def test_lipschitz_tables_and_claim():
     random = oq.random_lipschitz(16, 2, LIPSCHITZ_SCALES, (4, 8), 3, seed=0, n_iter=10)
     assert len(random) == len(LIPSCHITZ_SCALES) * 2 * 3 * 2 and (random.lipschitz > 0).all()
     # the same weights for both normalizations: at tiny logits the constants nearly agree
-    trained = oq.trained_lipschitz(models, {"img": data}, [1, 3], 2)
+    # C10's registered layers of each model's own depth: the first, L // 2 and the last
+    trained = oq.trained_lipschitz(models, {"img": data}, 2)
     assert set(trained.layer) == {1, 3} and len(trained) == 3 * 2 * 2 * 2
     with pytest.raises(ValueError):  # the registered layers are the first, middle and last
         oq.lipschitz_claim(random, trained[trained.layer == 1], oq.sensitivity(
             models, {"img": data}, 2, directions=1), {"img": "Img"}, profile("img"))
-    trained = oq.trained_lipschitz(models, {"img": data}, [1, 2, 3], 2)
     sensitive = oq.sensitivity(models, {"img": data}, 4, directions=2)
     assert len(sensitive) == 3 * 2 * 4 * 2 and (sensitive.sensitivity > 0).all()
     claim = oq.lipschitz_claim(random, trained, sensitive, {"img": "Img"}, profile("img"))

@@ -113,6 +113,7 @@ class Profile:
     scratch_seeds: tuple[int, ...] = (0,)  # chapter 6: the seeds trained pure (of train_seeds)
     train_jobs: int = 1  # trainings run at once on the device (`trainings.run_all`)
     lipschitz_draws: int = 6  # chapter 6: independent random layers per (n, logit scale)
+    lipschitz_inputs: int = 2  # chapter 6: test inputs per trained model's layers (C10)
     depth_sweep: DepthSweep | None = None  # chapter 6: one task trained at several depths
     # Chapter 1. Logit scales of the pure stack; its high-precision copy; the LayerNorm check.
     collapse_scales: tuple[float, ...] = (0.1, 0.5, 1.0, 2.0)

@@ -496,17 +496,18 @@ def power_iteration_check(d_model: int, n_heads: int, n: int, seed: int, n_iter:
 
 
 def trained_lipschitz(models: dict[str, dict[tuple[str, int], Classifier]],
-                      tests: dict[str, Dataset], layers, n_inputs: int) -> pd.DataFrame:
-    """Local Lipschitz constant of attention layers of the complete trained models, each at
-    its own input (the LayerNorm of the previous hidden state, real tokens only) for the
-    first `n_inputs` test inputs. Columns task, normalization, seed, layer, sample,
-    lipschitz."""
+                      tests: dict[str, Dataset], n_inputs: int) -> pd.DataFrame:
+    """Local Lipschitz constant of the attention layers C10 registers (the first, middle and
+    last of each model's own depth) of the complete trained models, each at its own input
+    (the LayerNorm of the previous hidden state, real tokens only) for the first `n_inputs`
+    test inputs. Columns task, normalization, seed, layer, sample, lipschitz."""
+    span = registered("C10").part("trained layers").span
     rows = []
     for task, by_model in models.items():
         for (name, seed), model in by_model.items():
             exact = copy.deepcopy(model).double()
             out, mask = rec.record(exact, tests[task], n_inputs, Switches())
-            for layer in layers:
+            for layer in span.window(len(exact.encoder.blocks)):
                 block = exact.encoder.blocks[layer - 1]
                 with torch.no_grad():
                     h = block.ln1(out.hidden[layer - 1])
