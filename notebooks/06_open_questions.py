@@ -87,23 +87,14 @@ models = {role: {key: r.model for key, r in by_model.items()} for role, by_model
 # %% tags=["hide-output"]
 trainings.run_all(trainings.planned(settings.name, tuple(trainings.PURE)),
                   settings.train_jobs, chapter.device)  # the missing ones, side by side
-scratch = {role: oq.train_scratch(tasks[role], *data[role], settings.scratch_seeds,
-                                  chapter.device, settings.n_iter)
-           for role in settings.scratch_tasks}
-same_seeds = {role: {k: r for k, r in complete[role].items() if k[1] in settings.scratch_seeds}
-              for role in settings.scratch_tasks}
-analysed = [oq.scratch_analysis(scratch[role], same_seeds[role], tests[role], settings.n_eval,
-                                chapter.device, role) for role in settings.scratch_tasks]
-scratch_accuracy = pd.concat([a for a, _ in analysed], ignore_index=True)
-scratch_residuals = pd.concat([r for _, r in analysed], ignore_index=True)
-contrast = oq.training_contrast(scratch_residuals)
-chance = {role: 1 / len(data[role][0].classes) for role in settings.scratch_tasks}
+study = oq.scratch_study(settings, data, complete, chapter.device)
+scratch_accuracy, scratch_residuals = study.accuracy, study.residuals
 
 # %% tags=["remove-cell"]
 chapter.glue({"ch6_seeds": len(settings.scratch_seeds),
               "ch6_train_seeds": tm.seed_counts(settings),
               "ch6_sweep_seeds": len(settings.depth_sweep.seeds) if settings.depth_sweep else 0,
-              "ch6_chance": ", ".join(f"{c:.3f}" for c in chance.values()),
+              "ch6_chance": ", ".join(f"{c:.3f}" for c in study.chance.values()),
               "ch6_scratch_tasks": ", ".join(TITLES[r] for r in settings.scratch_tasks),
               "ch6_acc_inputs": oq.ACCURACY_INPUTS})
 
@@ -133,7 +124,8 @@ chapter.show(fig, "fig-scratch-residual", summary)
 chapter.glue({"ch6_deepest": deepest_drawn(summary)})
 
 # %% tags=["remove-cell"]
-b1 = oq.scratch_claim(scratch_accuracy, scratch_residuals, contrast, chance, TITLES, settings)
+b1 = oq.scratch_claim(scratch_accuracy, scratch_residuals, study.contrast, study.chance, TITLES,
+                      settings)
 chapter.glue_text({"ch6_b1": f"**{b1.verdict.capitalize()}.** {b1.finding}"})
 
 # %% [markdown]

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import copy
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -103,6 +103,38 @@ def _first(data: Dataset, n: int) -> Dataset:
         return data
     return replace(data, x=data.x[:n], y=data.y[:n],
                    mask=None if data.mask is None else data.mask[:n])
+
+
+@dataclass
+class ScratchStudy:
+    """B1's data (`scratch_study`): `accuracy` and `residuals` (`scratch_analysis`, every
+    scratch task), `contrast` (`training_contrast`) and each task's `chance` accuracy."""
+
+    accuracy: pd.DataFrame
+    residuals: pd.DataFrame
+    contrast: pd.DataFrame
+    chance: dict[str, float]
+
+
+def scratch_study(settings: Profile, data: dict[str, tuple[Dataset, Dataset]],
+                  complete: dict[str, dict[tuple[str, int], TrainResult]],
+                  device: torch.device) -> ScratchStudy:
+    """B1 for each of the profile's `scratch_tasks`: its models trained pure for the
+    profile's `scratch_seeds` (`train_scratch`, loaded where cached) against its `complete`
+    models of the same seeds with those parts switched off at inference, and chance as one
+    over its number of classes. `data`: role -> (train, test)."""
+    analysed, chance = [], {}
+    for role in settings.scratch_tasks:
+        train_data, test = data[role]
+        scratch = train_scratch(settings.tasks[role], train_data, test, settings.scratch_seeds,
+                                device, settings.n_iter)
+        same_seeds = {k: r for k, r in complete[role].items() if k[1] in settings.scratch_seeds}
+        analysed.append(scratch_analysis(scratch, same_seeds, test, settings.n_eval, device,
+                                         role))
+        chance[role] = 1 / len(train_data.classes)
+    residuals = pd.concat([r for _, r in analysed], ignore_index=True)
+    return ScratchStudy(pd.concat([a for a, _ in analysed], ignore_index=True), residuals,
+                        training_contrast(residuals), chance)
 
 
 def scratch_comparisons(residuals: pd.DataFrame) -> pd.DataFrame:
