@@ -54,7 +54,6 @@ settings = chapter.settings
 # %%
 from dataclasses import replace
 
-import pandas as pd
 
 from rankcollapse import names, plots, trainings
 from rankcollapse.measures import FLOOR
