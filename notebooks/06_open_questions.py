@@ -54,7 +54,6 @@ settings = chapter.settings
 # %%
 from dataclasses import replace
 
-
 from rankcollapse import names, plots, trainings
 from rankcollapse.measures import FLOOR
 from rankcollapse.tasks import load_task
