@@ -397,7 +397,9 @@ CLAIMS: dict[str, Registered] = {r.id: r for r in [
              "against each factor from an independent input", "training seed", "contrast",
              "more", IMAGE, PRODUCTS, ("one input",), ("inputs mixed",), requires=True,
              ratio=MIXED, identified=True),), caveat="tested on trained models only, which the paper's "
-               "hypothesis concerns; chapter 4's random networks are description"),
+               "hypothesis concerns; chapter 4's random networks are description; its rule "
+               "for values at the rounding floor was revised after a first run, as chapter 6 "
+               "says"),
     Registered("C7", "limitations: pure attention never trained from scratch; first-order "
                "bounds", untested="a statement of the paper's limits, not a result to "
                "reproduce; the open question B1 trains pure attention from scratch"),
