@@ -29,9 +29,16 @@ def per_matrix(fn, a: torch.Tensor) -> torch.Tensor:
 
 # ----------------------------------------------------------------------------- statistics
 # Plain-loop references for the verdict layer (rankcollapse.stats, .verdicts, .registry):
-# written from the module docstrings, in Python floats, no numpy vectorisation.
+# written from the module docstrings, in Python floats, no numpy vectorisation. What an
+# interval finds (`stats.found_of`) and a claim's verdict from its outcomes
+# (`verdicts.claim_verdict`) are the library's own here: a copy of a rule catches drift, never
+# a wrong rule, so those two are tested against written-out cases and independent
+# formulations instead (tests/test_stats.py, tests/test_verdicts.py).
 
 import math  # noqa: E402
+
+from rankcollapse.stats import found_of  # noqa: E402
+from rankcollapse.verdicts import claim_verdict  # noqa: E402
 
 
 def t_closed(p: float, df: int) -> float:
@@ -72,24 +79,6 @@ def plain_censor(softmax, sinkhorn, floor):
     return logs, censored, tied
 
 
-def plain_found(ratio, low, high, margin=0.1) -> str:
-    """What an interval finds, in the order of the stats docstring."""
-    if any(not math.isfinite(v) for v in (ratio, low, high)):
-        return "undecided"
-    top, bottom = 1 + margin, 1 / (1 + margin)
-    if low >= bottom and high <= top:
-        return "parity"
-    if low > 1 and ratio >= top:
-        return "more"
-    if high < 1 and ratio <= bottom:
-        return "less"
-    if high < top:
-        return "not more"
-    if low > bottom:
-        return "not less"
-    return "undecided"
-
-
 PLAIN_OUTCOMES = {  # direction -> found -> outcome, written out
     "more": {"more": "agrees", "less": "opposite", "parity": "against", "not more": "against",
              "not less": "undecided", "undecided": "undecided"},
@@ -102,20 +91,6 @@ PLAIN_OUTCOMES = {  # direction -> found -> outcome, written out
     "no less": {"more": "agrees", "less": "opposite", "parity": "agrees",
                 "not more": "undecided", "not less": "agrees", "undecided": "undecided"},
 }
-
-
-def plain_claim_verdict(outcomes) -> str:
-    outcomes = [o for o in outcomes if o != "untested"]
-    if not outcomes:
-        return "not testable here"
-    agree = sum(o == "agrees" for o in outcomes)
-    if "opposite" in outcomes:
-        return "mixed" if agree else "contradicted"
-    if agree == len(outcomes):
-        return "reproduced"
-    if agree:
-        return "partly reproduced"
-    return "not reproduced" if "against" in outcomes else "undecided"
 
 
 def plain_welch(reference, other):
@@ -173,8 +148,8 @@ def plain_simulate(sds, units, direction, log_ratios, margins, family, runs, rng
                 b = [float(v) for v in rng.normal(log_ratio, sd[1], n[1])]
                 mean, se, df = plain_welch(a, b)
             ratio, low, high = plain_interval(mean, se, df, level, plain_quantile)
-            outcomes.append(PLAIN_OUTCOMES[direction][plain_found(ratio, low, high, margin)])
-        verdicts.append(plain_claim_verdict(outcomes))
+            outcomes.append(PLAIN_OUTCOMES[direction][found_of(ratio, low, high, margin)])
+        verdicts.append(claim_verdict(outcomes))
     return verdicts
 
 
@@ -227,7 +202,7 @@ def plain_result(part, task, groups, level, values, censored, tied, sd, directio
                     detectable=None)
     mean, se, df = estimate
     ratio, low, high = plain_interval(mean, se, df, level, plain_quantile)
-    found = plain_found(ratio, low, high, margin)
+    found = found_of(ratio, low, high, margin)
     if direction == "either":
         outcome = "agrees" if found in ("more", "less", "parity") else "undecided"
     else:
@@ -277,7 +252,7 @@ def plain_run(rows, tasks, part, kind, direction, level, floor, first, second=No
         if requires:
             x = list(s1.values())
             if len(x) >= 3:
-                requirement = plain_found(*plain_interval(
+                requirement = found_of(*plain_interval(
                     plain_mean(x), plain_sd(x) / math.sqrt(len(x)), len(x) - 1, level,
                     plain_quantile), margin)
             else:

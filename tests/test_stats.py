@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from rankcollapse.stats import (Estimate, censored_logs, compare, compare_groups, compare_table,
@@ -281,8 +281,8 @@ def test_compare_table_intervals_hold_together_over_the_family():
     single = compare(rows.query("depth == 1 and normalization == 'softmax'").residual.to_numpy(),
                      rows.query("depth == 1 and normalization == 'sinkhorn'").residual.to_numpy())
     assert together.high[0] - together.low[0] > single.high - single.low
-    settings = pd.concat([rows.assign(setting="a"), rows[rows.depth <= 2].assign(setting="b")])
-    per = compare_table(settings, "pool", by=["setting", "depth"], within=["setting"])
+    two = pd.concat([rows.assign(setting="a"), rows[rows.depth <= 2].assign(setting="b")])
+    per = compare_table(two, "pool", by=["setting", "depth"], within=["setting"])
     assert per.level.tolist() == pytest.approx([1 - 0.05 / 4] * 4 + [1 - 0.05 / 2] * 2)
 
 
@@ -306,7 +306,7 @@ def test_significant_digits_for_prose():
 # ----------------------------------------------------------------------------- exact values
 # The values below are written out, or computed by the plain loops of tests/references.py.
 
-from references import (PLAIN_OUTCOMES, plain_censor, plain_detectable, plain_found,  # noqa: E402
+from references import (PLAIN_OUTCOMES, plain_censor, plain_detectable,  # noqa: E402
                         plain_interval, plain_mean, plain_sd, plain_welch, t_closed)
 from rankcollapse.stats import mostly_at_floor  # noqa: E402
 
@@ -428,15 +428,44 @@ def test_groups_estimate_rounds_the_welch_df_down():
         groups_estimate([1.0, 2.0, 3.0], [1.0, np.nan, 3.0])
 
 
-@pytest.mark.parametrize("ratio, low, high, margin", [
-    (1.0, 1 / 1.1, 1.1, 0.1), (1.0, 0.9090909, 1.05, 0.1), (1.05, 1.0, 1.1, 0.1),
-    (1.1, 1.0000001, 1.3, 0.1), (1.1, 1.0, 1.3, 0.1), (1 / 1.1, 0.8, 0.9999999, 0.1),
-    (1 / 1.1, 0.8, 1.0, 0.1), (1.05, 0.95, 1.0999999, 0.1), (1.05, 0.92, 1.1000001, 0.1),
-    (0.95, 1 / 1.1 + 1e-9, 1.2, 0.1), (0.95, 1 / 1.1, 1.2, 0.1), (1.0, 1.0, 1.0, 0.0),
-    (1.0, 0.99, 1.01, 0.0), (1.3, 1.2, 1.4, 0.3), (1.0, 0.9, 1.1, 0.1), (1.29, 1.2, 1.4, 0.3),
-    (0.7, 0.6, 0.75, 0.3), (1 / 1.3, 0.6, 0.99, 0.3), (1.5, 0.5, 3.0, 0.1)])
-def test_found_of_agrees_with_the_plain_rule_at_its_edges(ratio, low, high, margin):
-    assert found_of(ratio, low, high, margin) == plain_found(ratio, low, high, margin)
+@pytest.mark.parametrize("ratio, low, high, margin, found", [  # worked out by hand
+    (1.0, 1 / 1.1, 1.1, 0.1, "parity"),  # the interval exactly fills the band
+    (1.0, 0.9090909, 1.05, 0.1, "not more"),  # its bottom just below the band
+    (1.05, 1.0, 1.1, 0.1, "parity"),
+    (1.1, 1.0000001, 1.3, 0.1, "more"),  # above 1, the estimate exactly the margin's size
+    (1.1, 1.0, 1.3, 0.1, "not less"),  # its bottom at 1 is not above 1
+    (1 / 1.1, 0.8, 0.9999999, 0.1, "less"),
+    (1 / 1.1, 0.8, 1.0, 0.1, "not more"),  # its top at 1 is not below 1
+    (1.05, 0.95, 1.0999999, 0.1, "parity"),
+    (1.05, 0.92, 1.1000001, 0.1, "not less"),  # its top just above the band
+    (0.95, 1 / 1.1 + 1e-9, 1.2, 0.1, "not less"),
+    (0.95, 1 / 1.1, 1.2, 0.1, "undecided"),  # its bottom at the band's edge excludes nothing
+    (1.0, 1.0, 1.0, 0.0, "parity"),  # no margin: a point at 1
+    (1.0, 0.99, 1.01, 0.0, "undecided"),
+    (1.3, 1.2, 1.4, 0.3, "more"),
+    (1.0, 0.9, 1.1, 0.1, "undecided"),  # wider than the band on both sides
+    (1.29, 1.2, 1.4, 0.3, "not less"),  # above 1, but the estimate short of the margin
+    (0.7, 0.6, 0.75, 0.3, "less"),
+    (1 / 1.3, 0.6, 0.99, 0.3, "less"),
+    (1.5, 0.5, 3.0, 0.1, "undecided")])
+def test_found_of_at_its_edges_written_out(ratio, low, high, margin, found):
+    assert found_of(ratio, low, high, margin) == found
+
+
+MIRRORED = {"more": "less", "less": "more", "not more": "not less", "not less": "not more",
+            "parity": "parity", "undecided": "undecided"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(-3, 3), min_size=3, max_size=3), st.sampled_from([0.0, 0.1, 0.3]))
+def test_found_of_mirrors_under_swapping_the_normalizations(logs, margin):
+    """Sinkhorn / softmax and softmax / Sinkhorn are the same comparison: inverting the
+    interval mirrors what it finds (an independent statement of the rule, not a copy)."""
+    low, ratio, high = (math.exp(x) for x in sorted(logs))
+    edges = (1.0, 1 + margin, 1 / (1 + margin))
+    assume(all(abs(math.log(v / e)) > 1e-9 for v in (low, ratio, high) for e in edges))
+    assert found_of(1 / ratio, 1 / high, 1 / low, margin) == \
+        MIRRORED[found_of(ratio, low, high, margin)]
 
 
 def test_found_of_edges_written_out():
@@ -526,7 +555,7 @@ def _reference_paired(softmax, sinkhorn, floor=0.0, level=0.95, margin=0.1, dire
     q = t_closed if df in (1, 2, 4) else t_quantile
     ratio, low, high = plain_interval(plain_mean(logs), se, df, level, q)
     return dict(ratio=ratio, low=low, high=high, level=level, units=n, censored=sum(censored),
-                tied=sum(tied), margin=margin, found=plain_found(ratio, low, high, margin),
+                tied=sum(tied), margin=margin, found=found_of(ratio, low, high, margin),
                 detectable=plain_detectable(se, df, level, direction, margin, q))
 
 
@@ -585,7 +614,7 @@ def test_compare_groups_matches_welch_in_every_field():
     assert (c.ratio, c.low, c.high) == (pytest.approx(ratio), pytest.approx(low),
                                         pytest.approx(high))
     assert (c.level, c.units, c.censored, c.tied, c.margin) == (0.9, 4, 2, 0, 0.2)
-    assert c.found == plain_found(ratio, low, high, 0.2)
+    assert c.found == found_of(ratio, low, high, 0.2)
     assert c.detectable == pytest.approx(plain_detectable(se, df, 0.9, "parity", 0.2,
                                                           t_quantile))
     few = compare_groups([1.0, 2.0, 3.0, 1e-30], [1.0, 2.0], floor=1e-20, level=0.8)
