@@ -208,14 +208,18 @@ def convergence_sentence(table: pd.DataFrame) -> str:
         words.append(f"The Transformers are level with the linear baseline on {named(level)}: "
                      f"nearer to it than twice its sampling error on the test set.")
     if len(below[every[below.index]]):
-        words.append(f"They stay below it on {named(below[every[below.index]])}, with every "
-                     f"model's held-out loss no longer falling (the plateau criterion): on these "
-                     f"few examples the linear model generalises better.")
+        words.append(f"The Transformers stay below the linear baseline on "
+                     f"{named(below[every[below.index]])}, every model's held-out loss "
+                     f"improving by less than {PLATEAU['fraction']:.0%} over its last "
+                     f"{PLATEAU['window']} epochs (the plateau criterion): on these few "
+                     f"examples the linear model generalises better.")
     for _, r in below[~every[below.index]].iterrows():
         met, n = (int(x) for x in r.plateaued.split(" of "))
-        words.append(f"They stay below it on {named(r.to_frame().T)}; there the held-out loss "
-                     f"of {n - met} of {n} models was still falling at the end, and those may "
-                     f"be short of what the data allow.")
+        words.append(f"The Transformers stay below the linear baseline on "
+                     f"{named(r.to_frame().T)}; there the held-out loss of {n - met} of {n} "
+                     f"models was still falling by {PLATEAU['fraction']:.0%} or more over the "
+                     f"last {PLATEAU['window']} epochs, and those may be short of what the data "
+                     f"allow.")
     if not words:
         words.append("Every task's Transformers beat the linear baseline on average.")
     if "last-epochs gain" in table:
