@@ -357,8 +357,7 @@ names.readable(by_depth.training).style.format(
 chapter.show(depth_sweep.ratio_by_depth(by_depth.ratios), "fig-depth-sweep", by_depth.ratios)
 
 # %%
-by_depth.late_shown().style.format({"Sinkhorn / softmax": "{:.3g}", "interval low": "{:.3g}",
-                                    "interval high": "{:.3g}"}, na_rep="–").hide(axis="index")
+by_depth.late_shown().style.hide(axis="index")
 
 # %% [markdown]
 # Sinkhorn / softmax over the second half of each model's layers, per depth: the values B5's

@@ -161,3 +161,10 @@ def test_the_trend_rule_finds_no_trend_in_at_most_five_percent_of_null_sweeps(
     print(f"B5's rule on null sweeps ({seeds} seeds, correlation {correlation}, tails "
           f"{tails}): {hits / runs:.1%} false findings")
     assert hits / runs <= 0.05
+
+
+def test_a_bound_just_below_1_is_not_shown_as_1():
+    from rankcollapse.experiments.depth_sweep.experiment import shown_ratio
+
+    assert [shown_ratio(x) for x in (0.99962, 1.00041, 1.0, 2.19, 4.7912, 0.2161, float("nan"))] \
+        == ["0.9996", "1.0004", "1.00", "2.19", "4.79", "0.216", "–"]

@@ -16,7 +16,7 @@ from ...claim_rows import Claim
 from ...primary_tests import run_part, trend_scores
 from ...registry import LATE, registered
 from ...stats import (WORDS, compare_table, family_level, found_of, mostly_at_floor,
-                     paired_estimate, unit_values)
+                     paired_estimate, significant, unit_values)
 from ...tasks import load_task
 from ...training import TrainResult, plateaued
 from ...verdicts import Result, results_sentence
@@ -56,12 +56,26 @@ class Sweep:
     glue: dict[str, object] = field(default_factory=dict)
 
     def late_shown(self) -> pd.DataFrame:
-        """`late` with the reader's headers and words."""
+        """`late` with the reader's headers and words, its numbers as text (`shown_ratio`;
+        '–' where there is none)."""
+        numbers = {k: self.late[k].map(shown_ratio) for k in ("ratio", "low", "high")}
         return self.late.assign(
-            variant=self.late["variant"].map(SWEPT_VARIANTS),
+            **numbers, variant=self.late["variant"].map(SWEPT_VARIANTS),
             found=self.late["found"].map(lambda f: WORDS.get(f, f))).drop(columns="level").rename(columns={
                 "variant": "inference", "layers": "late layers", "ratio": "Sinkhorn / softmax",
                 "low": "interval low", "high": "interval high"})
+
+
+def shown_ratio(x: float) -> str:
+    """A ratio or interval end for a table: three significant digits, more (up to six) where
+    fewer would print a value that is not 1 as 1 (0.9996: an interval reaching just below 1
+    must not read as one starting at 1); '–' for none."""
+    if not np.isfinite(x):
+        return "–"
+    digits = 3
+    while float(significant(x, digits)) == 1 and x != 1 and digits < 6:
+        digits += 1
+    return significant(x, digits)
 
 
 def training_table(results: dict[tuple[int, str, int], TrainResult],
