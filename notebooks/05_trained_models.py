@@ -153,8 +153,9 @@ chapter.glue({f"ch5_acc_{role}_{name}": accuracy.loc[(role, slice(None), name), 
              {"ch5_seeds": tm.seed_counts(settings), "ch5_keys": retrieval.KEYS,
               "ch5_values": retrieval.VALUES, "ch5_jobs": settings.train_jobs,
               "ch5_sharp_start": tasks["retrieval"].logit_init,
-              "ch5_window": tm.PLATEAU["window"], "ch5_fraction": 100 * tm.PLATEAU["fraction"]})
-chapter.glue_text({"ch5_chance": tm.chance_sentence(results, TITLES),
+              "ch5_window": tm.PLATEAU["window"]})
+chapter.glue_text({"ch5_plateau": tm.plateau_words(),
+                   "ch5_chance": tm.chance_sentence(results, TITLES),
                    "ch5_accuracy": tm.accuracy_claim(results, TITLES, settings).finding})
 
 # %% [markdown]
@@ -170,12 +171,21 @@ chapter.glue_text({"ch5_chance": tm.chance_sentence(results, TITLES),
 # model). Those curves are what the epochs were chosen from: the choice saw these test
 # inputs (the stand-in data hold no separate validation split), so the accuracies may be
 # slightly optimistic; the comparison of the two normalizations is not, as both train for
-# the same epochs. The criterion stated here: a model has *plateaued* when its held-out loss improved
-# by less than {glue:text}`ch5_fraction:g`% over its last {glue:text}`ch5_window` epochs
-# (a rise counts as no improvement). The learning rate decays to zero at the last step, so
+# the same epochs. The criterion stated here: a model has *plateaued* when its held-out loss
+# {glue:text}`ch5_plateau` (a rise counts as no improvement). The learning rate decays to zero at the last step, so
 # a plateau at the end is partly the schedule's doing; the accuracy against chance and
 # against a linear model on the same data (pixels, or the bag of tokens) is the other check.
 # The trainings ran {glue:text}`ch5_jobs` at a time, each in its own process.
+#
+# ```{note}
+# The criterion's absolute part (a fall in nats) was added after a first run of these
+# models: on the retrieval task, whose held-out loss ends near 0.02 nats at accuracy 0.99, a
+# relative fall over the last epochs is rounding-scale noise (one model there fell from
+# 0.0182 to 0.0169 nats, 7%, where the same seed trained on another machine had met the
+# relative criterion). A change of a few thousandths of a nat is one of a few tenths of a
+# percent in the probability the models give the right answer. Every model is judged by
+# the one criterion above.
+# ```
 
 # %%
 convergence = tm.convergence_table(results, data, TITLES)
