@@ -47,7 +47,7 @@ settings = chapter.settings
 # %%
 import pandas as pd
 
-from rankcollapse import names, plots, recording, trainings
+from rankcollapse import names, plots, recording
 from rankcollapse.measures import FLOOR
 from rankcollapse.tasks import load_task
 from rankcollapse.experiments import random_vs_trained as rvt
@@ -134,10 +134,7 @@ pd.DataFrame([{"task": names.TASKS[role], "dataset": train.source, "train / test
 # data and code: re-executing this chapter reuses the trained models.
 
 # %% tags=["hide-output"]
-trainings.run_all(trainings.planned(settings.name, ("complete",), sweep=False),
-                  settings.train_jobs, chapter.device)  # the missing ones, side by side
-results = {role: tm.train_models(task, *data[role], settings.seeds_of(role), chapter.device,
-                                 settings.n_iter) for role, task in tasks.items()}
+results = tm.complete_models(settings, chapter.device)  # the missing ones trained side by side
 accuracy = tm.accuracy_table(results)
 
 # %%

@@ -54,7 +54,7 @@ settings = chapter.settings
 # %%
 from dataclasses import replace
 
-from rankcollapse import names, plots, trainings
+from rankcollapse import names, plots
 from rankcollapse.measures import FLOOR
 from rankcollapse.tasks import load_task
 from rankcollapse.experiments import depth_sweep
@@ -68,8 +68,7 @@ data = {role: load_task(task) for role, task in tasks.items()}
 TITLES = tm.task_titles(data)
 tests = {role: test for role, (_, test) in data.items()}
 # chapter 5's complete models (cached: trained there, loaded here)
-complete = {role: tm.train_models(task, *data[role], settings.seeds_of(role), chapter.device,
-                                  settings.n_iter) for role, task in tasks.items()}
+complete = tm.complete_models(settings, chapter.device, quiet=True)
 models = {role: {key: r.model for key, r in by_model.items()} for role, by_model in complete.items()}
 
 # %% [markdown]
@@ -83,9 +82,7 @@ models = {role: {key: r.model for key, r in by_model.items()} for role, by_model
 # is compared with chapter 5's complete models run with the same parts switched off.
 
 # %% tags=["hide-output"]
-trainings.run_all(trainings.planned(settings.name, tuple(trainings.PURE)),
-                  settings.train_jobs, chapter.device)  # the missing ones, side by side
-study = oq.scratch_study(settings, data, complete, chapter.device)
+study = oq.scratch_study(settings, data, complete, chapter.device)  # trains what is missing
 scratch_accuracy, scratch_residuals = study.accuracy, study.residuals
 
 # %% tags=["remove-cell"]

@@ -4,7 +4,7 @@ from dataclasses import replace
 
 import pytest
 
-from rankcollapse import profiles, tasks, trainings
+from rankcollapse import profiles, trainings
 from rankcollapse.experiments import trained_models as tm
 from rankcollapse.profiles import Task
 
@@ -15,7 +15,8 @@ TINY = Task("fashion_mnist", depth=1, d_model=16, n_heads=2, d_ff=32, epochs=1, 
 @pytest.fixture
 def tiny(monkeypatch):
     profile = replace(profiles.PROFILES["three-task"], name="tiny", tasks={"pairs": TINY}, depth_sweep=None,
-                      train_seeds=(3, 4), n_iter=10, scratch_tasks=())
+                      train_seeds=(3, 4), n_iter=10, scratch_tasks=(),
+                      train_jobs=1)  # spawned workers would not know this profile
     monkeypatch.setitem(profiles.PROFILES, "tiny", profile)
     return profile
 
@@ -61,10 +62,10 @@ def test_trainings_run_side_by_side_in_two_workers(tmp_path, capsys):
 
     runs = [trainings.Training("smoke", "mnist", "softmax", seed) for seed in (0, 1)]
     trainings.run_all(runs, jobs=2, device="cpu", cache_dir=tmp_path)
-    task = profiles.PROFILES["smoke"].tasks["mnist"]
-    found = tm.train_models(task, *tasks.load_task(task), [0, 1], "cpu", 50, cache_dir=tmp_path)
-    assert found[("softmax", 0)].from_cache and found[("softmax", 1)].from_cache
-    assert not found[("sinkhorn", 0)].from_cache  # only what was asked for was trained
+    other = trainings.Training("smoke", "mnist", "sinkhorn", 0)
+    found = {t: trainings.run(t, "cpu", tmp_path) for t in runs + [other]}
+    assert found[runs[0]].from_cache and found[runs[1]].from_cache
+    assert not found[other].from_cache  # only what was asked for was trained
     threads = torch.get_num_threads()
     torch.set_num_threads(trainings.threads_per_job(2))  # the workers' reduction order
     try:
@@ -72,7 +73,7 @@ def test_trainings_run_side_by_side_in_two_workers(tmp_path, capsys):
     finally:
         torch.set_num_threads(threads)
     for k, v in here.model.state_dict().items():
-        assert torch.equal(v, found[("softmax", 0)].model.state_dict()[k]), k
+        assert torch.equal(v, found[runs[0]].model.state_dict()[k]), k
     assert trainings.threads_per_job(1) >= trainings.threads_per_job(2) >= 1
 
 
@@ -113,10 +114,13 @@ def test_one_training_lands_where_the_chapter_looks(tiny, tmp_path, capsys):
             "3", "--device", "cpu", "--cache-dir", str(tmp_path)]
     assert trainings.main(argv) == 0
     assert "sinkhorn seed 3: trained" in capsys.readouterr().out
-    data = tasks.load_task(TINY)
-    found = tm.train_models(TINY, *data, [3], "cpu", tiny.n_iter, cache_dir=tmp_path)
-    assert found[("sinkhorn", 3)].from_cache and not found[("softmax", 3)].from_cache
+    # the chapters' one route: everything the profile plans, the missing ones trained
+    found = tm.complete_models(tiny, "cpu", tmp_path, quiet=True)
+    assert list(found) == ["pairs"] and list(found["pairs"]) == [
+        ("softmax", 3), ("softmax", 4), ("sinkhorn", 3), ("sinkhorn", 4)]
     assert trainings.main(argv) == 0 and "loaded from the cache" in capsys.readouterr().out
+    again = trainings.run(trainings.Training("tiny", "pairs", "sinkhorn", 3), "cpu", tmp_path)
+    assert again.from_cache and again.config == found["pairs"][("sinkhorn", 3)].config
 
 
 def test_a_pure_training_lands_where_chapter_6_looks(tiny, tmp_path, capsys):
@@ -125,10 +129,11 @@ def test_a_pure_training_lands_where_chapter_6_looks(tiny, tmp_path, capsys):
     argv = ["--profile", "tiny", "--task", "pairs", "--normalization", "softmax", "--seed",
             "3", "--device", "cpu", "--cache-dir", str(tmp_path), "--variant", "pure-no-ln"]
     assert trainings.main(argv) == 0 and "trained" in capsys.readouterr().out
-    found = oq.train_scratch(TINY, *tasks.load_task(TINY), [3], "cpu", tiny.n_iter,
-                             cache_dir=tmp_path)
-    assert found["pure attention, no LayerNorm"][("softmax", 3)].from_cache
-    assert not found["pure attention, LayerNorm"][("softmax", 3)].from_cache
+    pure = replace(tiny, scratch_tasks=("pairs",), scratch_seeds=(3,))
+    found = oq.scratch_models(pure, "cpu", tmp_path, quiet=True)["pairs"]
+    assert set(found) == {"pure attention, LayerNorm", "pure attention, no LayerNorm"}
+    assert all(set(models) == {("softmax", 3), ("sinkhorn", 3)} for models in found.values())
+    assert trainings.main(argv) == 0 and "loaded from the cache" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -36,7 +36,7 @@ from .devices import DEVICES, resolve_device
 from .normalizations import NORMALIZATIONS
 from .profiles import PROFILES, Profile, Task, get_profile, sweep_task
 from .tasks import PURE, SCRATCH, load_task, train_config
-from .training import train
+from .training import TrainResult, train
 
 SEED_RANGE = (0, 2**32)  # what torch and numpy generators accept
 
@@ -74,12 +74,13 @@ class Training:
             sweep_task(settings, self.depth)
 
 
-def planned(profile: str, variants=VARIANTS, sweep: bool = True) -> list[Training]:
-    """Every training the chapters of `profile` need, in their order: chapter 5's complete
-    models, then chapter 6's pure ones for the profile's `scratch_tasks` and `scratch_seeds`
-    (only those of `variants`), then (unless `sweep` is False: chapter 5 trains only its
-    own) the depth sweep's models that chapter 5 has not trained already."""
-    settings = get_profile(profile)
+def planned(profile: str | Profile, variants=VARIANTS, sweep: bool = True) -> list[Training]:
+    """Every training the chapters of `profile` (its name, or the profile itself) need, in
+    their order: chapter 5's complete models, then chapter 6's pure ones for the profile's
+    `scratch_tasks` and `scratch_seeds` (only those of `variants`), then (unless `sweep` is
+    False: chapter 5 trains only its own) the depth sweep's models that chapter 5 has not
+    trained already."""
+    settings = profile if isinstance(profile, Profile) else get_profile(profile)
     complete = [Training(settings.name, task, name, seed) for task in settings.tasks
                 for name in NORMALIZATIONS for seed in settings.seeds_of(task)]
     pure = [Training(settings.name, task, name, seed, variant) for task in settings.scratch_tasks
@@ -156,6 +157,16 @@ def run_all(trainings: list[Training], jobs: int = 1, device: str = "auto",
             raise
         finally:
             bar.close()
+
+
+def ensure(wanted: list[Training], jobs: int = 1, device: str = "auto",
+           cache_dir: str | Path | None = None, quiet: bool = False) -> dict[Training, TrainResult]:
+    """Every training of `wanted`, trained where the cache lacks it (`run_all`, `jobs` at a
+    time) and then loaded, in the order given: the one route from a profile's plan to its
+    trained models (the chapters, the depth sweep and `rankcollapse-train` all go through
+    `run`, so a model trained by any of them is found by the others)."""
+    run_all(wanted, jobs, device, cache_dir, quiet)
+    return {t: run(t, device, cache_dir, quiet=True) for t in wanted}
 
 
 def seed_argument(text: str) -> int:

@@ -36,7 +36,7 @@ from ..lipschitz import jacobian_norm, jacobian_norm_exact, layer_map
 from ..measures import FLOOR, Paths, path_products, relative_residual, sample_paths
 from ..models import Classifier, Switches, random_stack
 from ..normalizations import NORMALIZATIONS, marginal_errors
-from ..profiles import Profile, Task
+from ..profiles import Profile
 from ..claim_rows import Claim
 from ..primary_tests import run_part, run_sequence
 from ..registry import ACCURACY_MARGIN, ITERATIONS, registered, size_scale_label
@@ -44,10 +44,10 @@ from ..stats import WORDS, compare_groups, compare_table, describe, family_level
     unit_values
 from ..verdicts import LEARNED, iterations_verdict, results_sentence
 from ..names import display
-from ..tasks import SCRATCH, train_config
+from ..tasks import PURE, SCRATCH
 from ..timing import interleaved_times
-from ..training import TrainResult, evaluate, train
-from ..trainings import models_dir
+from ..training import TrainResult, evaluate
+from .. import trainings
 from .. import recording as rec
 
 HALF_STEP = min(ITERATIONS)  # B4: one half-step (a row normalization of exp(logits)) is softmax
@@ -61,16 +61,18 @@ POWER = dict(rtol=1e-3, max_iter=30)
 # ----------------------------------------------------------------------------- B1
 
 
-def train_scratch(task: Task, train_data: Dataset, test_data: Dataset, seeds, device: str,
-                  n_iter: int = 50, cache_dir=None
-                  ) -> dict[str, dict[tuple[str, int], TrainResult]]:
-    """Per `SCRATCH` variant, one model per (normalization, seed) trained with those parts
-    switched off, cached like chapter 5's models."""
-    return {variant: {(name, seed): train(train_config(task, train_data, name, seed, n_iter,
-                                                       switches), train_data, test_data,
-                                          models_dir(cache_dir), device, quiet=True)
-                      for name in NORMALIZATIONS for seed in seeds}
-            for variant, switches in SCRATCH.items()}
+def scratch_models(settings: Profile, device: str = "auto", cache_dir=None, quiet: bool = False
+                   ) -> dict[str, dict[str, dict[tuple[str, int], TrainResult]]]:
+    """Per task role of the profile's `scratch_tasks` and per `SCRATCH` variant, one model per
+    (normalization, seed of `scratch_seeds`) trained with those parts switched off, where the
+    model cache lacks it (`settings.train_jobs` side by side), and loaded
+    (`trainings.ensure`)."""
+    wanted = trainings.planned(settings, tuple(trainings.PURE), sweep=False)
+    models: dict[str, dict[str, dict[tuple[str, int], TrainResult]]] = {}
+    for t, r in trainings.ensure(wanted, settings.train_jobs, device, cache_dir, quiet).items():
+        variant = models.setdefault(t.task, {}).setdefault(PURE[t.variant], {})
+        variant[(t.normalization, t.seed)] = r
+    return models
 
 
 def scratch_analysis(scratch: dict[str, dict[tuple[str, int], TrainResult]],
@@ -118,16 +120,16 @@ class ScratchStudy:
 
 def scratch_study(settings: Profile, data: dict[str, tuple[Dataset, Dataset]],
                   complete: dict[str, dict[tuple[str, int], TrainResult]],
-                  device: torch.device) -> ScratchStudy:
+                  device: torch.device, cache_dir=None) -> ScratchStudy:
     """B1 for each of the profile's `scratch_tasks`: its models trained pure for the
-    profile's `scratch_seeds` (`train_scratch`, loaded where cached) against its `complete`
-    models of the same seeds with those parts switched off at inference, and chance as one
-    over its number of classes. `data`: role -> (train, test)."""
+    profile's `scratch_seeds` (`scratch_models`) against its `complete` models of the same
+    seeds with those parts switched off at inference, and chance as one over its number of
+    classes. `data`: role -> (train, test)."""
+    pure = scratch_models(settings, device, cache_dir)
     analysed, chance = [], {}
     for role in settings.scratch_tasks:
         train_data, test = data[role]
-        scratch = train_scratch(settings.tasks[role], train_data, test, settings.scratch_seeds,
-                                device, settings.n_iter)
+        scratch = pure[role]
         same_seeds = {k: r for k, r in complete[role].items() if k[1] in settings.scratch_seeds}
         analysed.append(scratch_analysis(scratch, same_seeds, test, settings.n_eval, device,
                                          role))

@@ -31,10 +31,9 @@ from ..verdicts import LEARNED, SHARE, TOLERANCE, Result, marginal_check, \
     results_sentence
 from ..baselines import linear_baseline
 from ..names import TASKS, dataset, display
-from ..training import TrainResult, plateaued, train
-from ..tasks import train_config
+from ..training import TrainResult, plateaued
 from ..recording import hidden_residuals, output_residuals, per_unit, record
-from ..trainings import models_dir
+from .. import trainings
 from .random_matrix_control import path_residuals
 
 # LayerNorm stays on in every variant: the paper switches off only FFN and skips.
@@ -84,13 +83,16 @@ def models_data(tasks: dict[str, Task], titles: dict[str, str], roles=None) -> s
            if tasks[r].train_limit else "") for r in (roles or tasks))
 
 
-def train_models(task: Task, train_data: Dataset, test_data: Dataset, seeds, device: str,
-                 n_iter: int = 50, cache_dir=None) -> dict[tuple[str, int], TrainResult]:
-    """One model per (normalization, seed), trained or loaded from the model cache
-    (`trainings.models_dir`: where `rankcollapse-train` puts them too)."""
-    return {(name, seed): train(train_config(task, train_data, name, seed, n_iter),
-                                train_data, test_data, models_dir(cache_dir), device, quiet=True)
-            for name in NORMALIZATIONS for seed in seeds}
+def complete_models(settings: Profile, device: str = "auto", cache_dir=None, quiet: bool = False
+                    ) -> dict[str, dict[tuple[str, int], TrainResult]]:
+    """Chapter 5's complete models of the profile: per task role, one per (normalization,
+    seed), trained where the model cache lacks them (`settings.train_jobs` side by side)
+    and loaded (`trainings.ensure`)."""
+    wanted = trainings.planned(settings, ("complete",), sweep=False)
+    models: dict[str, dict[tuple[str, int], TrainResult]] = {}
+    for t, r in trainings.ensure(wanted, settings.train_jobs, device, cache_dir, quiet).items():
+        models.setdefault(t.task, {})[(t.normalization, t.seed)] = r
+    return models
 
 
 def attention_statistics(out: EncoderOutput, mask: torch.Tensor | None, n_iter: int,
@@ -129,7 +131,7 @@ def attention_paths(out: EncoderOutput, mask: torch.Tensor | None, n_paths: int,
 
 def accuracy_table(results: dict[str, dict[tuple[str, int], TrainResult]]) -> pd.DataFrame:
     """Test accuracy (mean, standard deviation over seeds), chance (1 / classes) and training
-    time per task and normalization; `results` maps task role -> `train_models` output."""
+    time per task and normalization; `results` maps task role -> `complete_models` output."""
     rows = [{"task": role, "dataset": r.config.dataset, "normalization": name, "seed": seed,
              "accuracy": r.test_accuracy, "chance": 1 / r.config.model.n_classes,
              "train_minutes": r.train_seconds / 60}

@@ -155,10 +155,8 @@ def run(settings: Profile, device: str = "auto", cache_dir=None, quiet: bool = T
     sweep = settings.depth_sweep
     if sweep is None:
         raise ValueError(f"profile {settings.name!r} has no depth sweep (Profile.depth_sweep)")
-    planned = trainings.swept(settings)
-    trainings.run_all(planned, settings.train_jobs, device, cache_dir, quiet=quiet)
-    results = {(t.depth, t.normalization, t.seed): trainings.run(t, device, cache_dir, quiet=True)
-               for t in planned}
+    results = {(t.depth, t.normalization, t.seed): r for t, r in trainings.ensure(
+        trainings.swept(settings), settings.train_jobs, device, cache_dir, quiet).items()}
     base = sweep_task(settings, max(sweep.depths))
     train_data, tests = load_task(base)
     title = task_titles({sweep.task: (train_data, tests)})[sweep.task]
