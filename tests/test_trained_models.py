@@ -334,3 +334,21 @@ def test_the_ledger_data_names_each_tasks_depth_width_and_examples():
     assert models_data(tasks, {"a": "A", "b": "B"}, ["b"]) == \
         "trained models: B, 6 layers of width 48"
     assert one_size(tasks, "depth") == "6 or 24" and one_size(tasks, "d_model") == "48"
+
+
+def test_plateau_is_an_improvement_below_the_fraction_over_the_window():
+    from rankcollapse.experiments.trained_models import plateaued
+
+    curve = [{"heldout_loss": v} for v in (2.0, 1.0, 0.97, 0.96)]
+    assert plateaued(curve, window=2, fraction=0.05)  # 1.0 -> 0.96: 4% better
+    assert not plateaued(curve, window=3, fraction=0.05)  # 2.0 -> 0.96
+    assert plateaued(curve + [{"heldout_loss": 1.2}], window=1)  # a rise is no improvement
+    assert not plateaued(curve[:2], window=2)  # too short to tell
+    # near zero loss an absolute floor decides: 0.0182 -> 0.0169 is 7% but 0.0013 nats
+    tiny = [{"heldout_loss": v} for v in (0.0182, 0.0170, 0.0169)]
+    assert not plateaued(tiny, window=2, fraction=0.05)
+    assert plateaued(tiny, window=2, fraction=0.05, floor=0.005)
+    assert not plateaued(tiny, window=2, fraction=0.05, floor=0.001)  # 0.0013 >= 0.001
+    # where the loss is large the relative part decides: 1.0 -> 0.9 is 10%, far above the floor
+    assert not plateaued(curve[:1] + [{"heldout_loss": 1.0}, {"heldout_loss": 0.9}],
+                         window=1, floor=0.005)

@@ -357,24 +357,6 @@ def test_the_learning_curve_is_recorded_per_epoch_and_cached(tmp_path):
     assert train(config(epochs=3), data, test, tmp_path, "cpu", quiet=True).curve == result.curve
 
 
-def test_plateau_is_an_improvement_below_the_fraction_over_the_window():
-    from rankcollapse.training import plateaued
-
-    curve = [{"heldout_loss": v} for v in (2.0, 1.0, 0.97, 0.96)]
-    assert plateaued(curve, window=2, fraction=0.05)  # 1.0 -> 0.96: 4% better
-    assert not plateaued(curve, window=3, fraction=0.05)  # 2.0 -> 0.96
-    assert plateaued(curve + [{"heldout_loss": 1.2}], window=1)  # a rise is no improvement
-    assert not plateaued(curve[:2], window=2)  # too short to tell
-    # near zero loss an absolute floor decides: 0.0182 -> 0.0169 is 7% but 0.0013 nats
-    tiny = [{"heldout_loss": v} for v in (0.0182, 0.0170, 0.0169)]
-    assert not plateaued(tiny, window=2, fraction=0.05)
-    assert plateaued(tiny, window=2, fraction=0.05, floor=0.005)
-    assert not plateaued(tiny, window=2, fraction=0.05, floor=0.001)  # 0.0013 >= 0.001
-    # where the loss is large the relative part decides: 1.0 -> 0.9 is 10%, far above the floor
-    assert not plateaued(curve[:1] + [{"heldout_loss": 1.0}, {"heldout_loss": 0.9}],
-                         window=1, floor=0.005)
-
-
 @pytest.mark.parametrize("forged", ["copied", "copied with the key rewritten", "no record"])
 def test_a_checkpoint_of_another_run_is_never_resumed(tmp_path, capsys, forged):
     """A softmax checkpoint under the Sinkhorn key, digest valid (a careless sync), or a

@@ -132,17 +132,6 @@ def evaluate(model: Classifier, data: Dataset, device: torch.device,
     return scores(model, data, device, None, batch_size)[1]
 
 
-def plateaued(curve: list[dict], window: int = 2, fraction: float = 0.05,
-              floor: float = 0.0) -> bool:
-    """Whether the held-out loss improved by less than `fraction` of its value, or by less
-    than `floor` nats, over the last `window` epochs of `curve` (a rise counts as no
-    improvement); False when the curve is shorter than `window + 1` epochs."""
-    if len(curve) <= window:
-        return False
-    before, last = curve[-1 - window]["heldout_loss"], curve[-1]["heldout_loss"]
-    return before - last < max(fraction * before, floor)
-
-
 # ----------------------------------------------------------------------------- training
 
 

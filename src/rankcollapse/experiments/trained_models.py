@@ -31,7 +31,7 @@ from ..verdicts import LEARNED, SHARE, TOLERANCE, Result, marginal_check, \
     results_sentence
 from ..baselines import linear_baseline
 from ..names import TASKS, dataset, display
-from ..training import TrainResult, plateaued
+from ..training import TrainResult
 from ..recording import hidden_residuals, output_residuals, per_unit, record
 from .. import trainings
 from .random_matrix_control import path_residuals
@@ -142,13 +142,24 @@ def accuracy_table(results: dict[str, dict[tuple[str, int], TrainResult]]) -> pd
                      train_minutes=("train_minutes", "mean"))
 
 
-# `training.plateaued`: the criterion the book states. The floor in nats was added after the
+# `plateaued` below: the criterion the book states. The floor in nats was added after the
 # first depth-24 runs: near zero loss a relative fall is noise (a retrieval model at accuracy
 # 0.99 fell from 0.0182 to 0.0169 nats, 7%, over its last two epochs, where another
 # machine's run of the same seed had met the relative criterion: the weights are not bitwise
 # the same across machines). A change of 0.005 nats is one of 0.5% in the geometric mean of
 # the probability the model gives the right answer.
 PLATEAU = {"window": 2, "fraction": 0.05, "floor": 0.005}
+
+
+def plateaued(curve: list[dict], window: int = 2, fraction: float = 0.05,
+              floor: float = 0.0) -> bool:
+    """Whether the held-out loss improved by less than `fraction` of its value, or by less
+    than `floor` nats, over the last `window` epochs of `curve` (a rise counts as no
+    improvement); False when the curve is shorter than `window + 1` epochs."""
+    if len(curve) <= window:
+        return False
+    before, last = curve[-1 - window]["heldout_loss"], curve[-1]["heldout_loss"]
+    return before - last < max(fraction * before, floor)
 
 
 def plateau_words() -> str:

@@ -18,10 +18,10 @@ from ...registry import LATE, registered
 from ...stats import (WORDS, compare_table, family_level, found_of, mostly_at_floor,
                      paired_estimate, significant, unit_values)
 from ...tasks import load_task
-from ...training import TrainResult, plateaued
+from ...training import TrainResult
 from ...verdicts import Result, results_sentence
 from ... import trainings
-from ..trained_models import PLATEAU, VARIANTS, attention_statistics, task_titles
+from ..trained_models import PLATEAU, VARIANTS, attention_statistics, plateaued, task_titles
 
 # The inference variants the sweep reads: the complete model, and without skip connections.
 SWEPT_VARIANTS = {"full model": "with skip connections",
