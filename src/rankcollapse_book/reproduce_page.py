@@ -89,7 +89,8 @@ def _value(profile: Profile, name: str) -> str:
         batch, n, _ = value.shape
         return (f"{batch} logits {n} x {n}, {value.repeats} rounds; early stop at logit scales "
                 f"{', '.join(f'{x:g}' for x in value.scales)}; training steps at the "
-                f"{' and '.join(value.step_shapes)} shapes, {value.step_repeats} rounds")
+                f"{' and '.join(value.step_shapes)} shapes, {value.step_repeats} "
+                f"round{'s' * (value.step_repeats != 1)}")
     if isinstance(value, DepthSweep):
         changed = "".join(f", {label} {v:,}" for label, v in (
             ("first training examples", value.train_limit), ("epochs", value.epochs)) if v)
