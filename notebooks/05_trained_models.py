@@ -169,19 +169,21 @@ chapter.glue_text({"ch5_plateau": tm.plateau_words(),
 # inputs (the stand-in data hold no separate validation split), so the accuracies may be
 # slightly optimistic; the comparison of the two normalizations is not, as both train for
 # the same epochs. The criterion stated here: a model has *plateaued* when its held-out loss
-# {glue:text}`ch5_plateau` (a rise counts as no improvement). The learning rate decays to zero at the last step, so
-# a plateau at the end is partly the schedule's doing; the accuracy against chance and
+# {glue:text}`ch5_plateau` (a rise counts as no improvement). The learning rate decays to
+# zero at the last step, so a plateau at the end is partly the schedule's doing; the accuracy
+# against chance and
 # against a linear model on the same data (pixels, or the bag of tokens) is the other check.
 # The trainings ran {glue:text}`ch5_jobs` at a time, each in its own process.
 #
 # ```{note}
 # The criterion's absolute part (a fall in nats) was added after a first run of these
-# models: on the retrieval task, whose held-out loss ends near 0.02 nats at accuracy 0.99, a
-# relative fall over the last epochs is rounding-scale noise (one model there fell from
-# 0.0182 to 0.0169 nats, 7%, where the same seed trained on another machine had met the
+# models, before this one: on the retrieval task of the `ci` profile, whose held-out loss
+# ends near 0.02 nats at accuracy 0.99, a relative fall over the last epochs is a matter of
+# a thousandth of a nat and varies from run to run (one model there fell by 7%, little more
+# than a thousandth of a nat, where the same seed trained on another machine had met the
 # relative criterion). A change of a few thousandths of a nat is one of a few tenths of a
-# percent in the probability the models give the right answer. Every model is judged by
-# the one criterion above.
+# percent in the probability the models give the right answer. Every model is judged by the
+# one criterion above.
 # ```
 
 # %%

@@ -157,8 +157,7 @@ chapter.glue({"app_step_init": whole["default initialisation"],
 # the standard deviation of the logits.
 
 # %%
-trained_steps = trained_step_table(settings.name, chapter.device, repeats=sizes.step_repeats,
-                                   seed=0)  # the first training seed's models
+trained_steps = trained_step_table(settings.name, chapter.device, repeats=sizes.step_repeats)
 shown = trained_steps.drop(columns=["repeats", "device", "threads"]).rename(columns={
     "softmax_ms": "softmax (ms)", "sinkhorn_ms": "Sinkhorn (ms)", "ratio": "Sinkhorn / softmax",
     "converged_share": "share stopped early", "logit_std": "logit scale"})

@@ -287,26 +287,26 @@ def training_estimate(profile, device: torch.device, steps: int = 5, seed: int =
     return pd.DataFrame(rows)
 
 
-def trained_step_table(profile: str, device: torch.device, repeats: int = 10, seed: int = 0,
-                       cache_dir=None) -> pd.DataFrame:
+def trained_step_table(profile: str, device: torch.device, repeats: int = 10,
+                       seed: int | None = None, cache_dir=None) -> pd.DataFrame:
     """One training step at the trained models' own logits, per task of `profile`: the
-    Sinkhorn model of training seed `seed` (from the model cache; trained there if missing)
+    Sinkhorn model of training seed `seed` (None: the task's first training seed; from the
+    model cache, trained there if missing)
     and the same weights with softmax attention, each stepping on the same real training
     batches in turn (rounds interleaved; learning rate 0, so the weights stay the trained
     ones). Median times, the median of the per-round ratios Sinkhorn / softmax, and the share
     of the attention matrices of the first batch whose Sinkhorn iteration converged (stopped
     early, with the implicit backward) rather than running all iterations."""
-
-
     settings, rows = get_profile(profile), []
     for role, task in settings.tasks.items():
-        trained = run(Training(profile, role, "sinkhorn", seed), device, cache_dir).model
+        first = settings.seeds_of(role)[0] if seed is None else seed
+        trained = run(Training(profile, role, "sinkhorn", first), device, cache_dir).model
         models = {"sinkhorn": trained.train(), "softmax": copy.deepcopy(trained).train()}
         for layer in models["softmax"].encoder.blocks:
             layer.attn.normalization = "softmax"
         optimizers = {k: torch.optim.AdamW(m.parameters(), lr=0.0) for k, m in models.items()}
         train_data = load_task(task)[0]
-        order = epoch_order(len(train_data), seed, 0)
+        order = epoch_order(len(train_data), first, 0)
         batches = [_batch(train_data, order[i * task.batch_size:(i + 1) * task.batch_size],
                           device) for i in range(min(repeats + 1, len(order) // task.batch_size))]
         times = {k: [] for k in models}
