@@ -169,7 +169,7 @@ chapter.glue_text({"ch5_plateau": tm.plateau_words(),
 # inputs (the stand-in data hold no separate validation split), so the accuracies may be
 # slightly optimistic; the comparison of the two normalizations is not, as both train for
 # the same epochs. The criterion stated here: a model has *plateaued* when its held-out loss
-# {glue:text}`ch5_plateau` (a rise counts as no improvement). The learning rate decays to
+# {glue:md}`ch5_plateau` (a rise counts as no improvement). The learning rate decays to
 # zero at the last step, so a plateau at the end is partly the schedule's doing; the accuracy
 # against chance and
 # against a linear model on the same data (pixels, or the bag of tokens) is the other check.
