@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from rankcollapse_book.sitecheck import Visit, check_page, check_site, check_visit, chromium
+from rankcollapse_book.browser import Visit, chromium
+from rankcollapse_book.sitecheck import check_page, check_site, check_visit
 
 needs_chromium = pytest.mark.skipif(chromium() is None,
                                     reason="needs Debian's chromium (CI installs it)")
