@@ -233,8 +233,8 @@ FOREST_CAPTION = (
     "Every primary test of this build that has an interval (the numerical checks are in the "
     "ledger's tables): the estimate (dot) and its interval (line) on a log "
     "scale, Sinkhorn / softmax unless the right-hand label names another estimate; the grey "
-    "band is parity within a factor {margin:g} (accuracies and entropies, C8, C9 and B4, use "
-    "a narrower margin, stated in their rows). Top: the paper's claims, each test coloured "
+    "band behind each row is its parity margin: a factor {margin:g}, narrower for accuracies "
+    "and entropies ({narrow}). Top: the paper's claims, each test coloured "
     "by what it did to its claim; an interval that leaves the band on the paper's side "
     "agrees, one on the other side is the opposite. Bottom: the book's own questions, "
     "coloured by what they found. Arrows at the axis's ends mark intervals beyond it; the "
@@ -311,6 +311,17 @@ def _registry_list(profile: str) -> list[str]:
     return lines + [""]
 
 
+def forest_caption() -> str:
+    """The forest plot's caption, its margins from the registry (the parts whose margin is
+    not the default named with theirs)."""
+    narrow = {}
+    for cid, claim in registry.CLAIMS.items():
+        for margin in sorted({p.margin for p in claim.parts} - {MARGIN}):
+            narrow.setdefault(margin, []).append(cid)
+    words = "; ".join(f"{', '.join(ids)}: a factor {1 + m:g}" for m, ids in narrow.items())
+    return FOREST_CAPTION.format(margin=1 + MARGIN, narrow=words)
+
+
 def forest_figure(caption: str, name: str | None) -> list[str]:
     """The forest plot as a MyST figure (named only where it is cited: once in the book)."""
     return ["```{figure} " + f"chapters/figures/{FOREST}.png", *([f":name: {name}"] if name
@@ -325,7 +336,7 @@ def page(rows: list[dict], profile: str, runs: int = CALIBRATION_RUNS) -> str:
     questions = [r for r in rows if r["id"] in registry.FINDINGS]
     lines = ["---", "html_theme.sidebar_secondary.remove: true", "---", "",
              "# Claims ledger", "", summary.paragraph(rows, profile), "",
-             *forest_figure(FOREST_CAPTION.format(margin=1 + MARGIN), FOREST),
+             *forest_figure(forest_caption(), FOREST),
              PAGE_INTRO.format(rules=RULES_ANCHOR, power=POWER, json=JSON), "",
              *_legend(rows), "## The paper's claims", ""]
     for row in claims:
@@ -367,7 +378,7 @@ def findings(rows: list[dict], profile: str) -> str:
     words = list(dict.fromkeys([*CLAIM_VERDICTS, *(r["verdict"] for r in claims)]))
     by = {v: [r for r in claims if r["verdict"] == v] for v in words}
     lines = [summary.paragraph(rows, profile), "",
-             *forest_figure(FOREST_CAPTION.format(margin=1 + MARGIN) + " As "
+             *forest_figure(forest_caption() + " As "
                             "{numref}`" + FOREST + "` on the {doc}`claims`.", None),
              FINDINGS_INTRO.format(profile=profile, count=len(claims)), ""]
     lines += [f"- **{v}**: {_with_caveats(these)}" for v, these in by.items() if these]
