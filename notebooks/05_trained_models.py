@@ -425,8 +425,8 @@ chapter.glue_claims("ch5_claims", claims, "05_trained_models",
 # ```{admonition} What this run can and cannot say
 # :class: warning
 # In the `ci` profile the models have {glue:text}`ch5_depth` layers but width
-# {glue:text}`ch5_width` (the paper's: 128), trained for a few epochs on stand-in data (named
-# in the first table), with {glue:text}`ch5_seeds`: units this few make coarse
+# {glue:text}`ch5_width` (the paper's: 128), trained on stand-in data (each task's data and
+# epochs are in the first table), with {glue:text}`ch5_seeds`: units this few make coarse
 # intervals, and the claims ledger gives the smallest effect each test could have
 # detected. The `full` profile runs the
 # same code at the paper's sizes on the real datasets. Whatever either finds, agreeing with

@@ -24,7 +24,9 @@
 #   without LayerNorm. Does it learn, and how fast does each normalization collapse?
 # - **C6d**: the mechanism (the paper's hypothesis, tested here as its claim). If the
 #   advantage comes from the correlation of the attention along a real path, it should
-#   shrink when that correlation is broken.
+#   shrink when that correlation is broken. (An earlier edition asked this as its own
+#   question B2, the same test; it is now decided once, as C6d, and the other questions keep
+#   their numbers so that citations of them stay valid.)
 # - **B3**: the normalization swapped at inference, to separate what the weights learned from
 #   what the normalization does.
 # - **B4**: how many Sinkhorn iterations inference needs.
@@ -183,8 +185,8 @@ chapter.glue_text({"ch6_c6d": f"**{c6d.verdict.capitalize()}.** {c6d.finding}"})
 # from the book's general treatment of floor values (censored, not left out) and was changed
 # after an earlier run of this book found most of the deep values at the floor and the ratio
 # of ratios driven by them; that run, on 5 MNIST seeds, left C6d undecided, and the seeds
-# were then raised to 18 for C4a's power (chapter 5), which decides C6d too: read its
-# verdict with both changes in mind.
+# were then raised for C4a's power (chapter 5; C6d uses the same models): read its verdict
+# with both changes in mind.
 # ```
 #
 # {glue:md}`ch6_c6d`
@@ -359,7 +361,9 @@ by_depth.late_shown().style.hide(axis="index")
 # %% [markdown]
 # Sinkhorn / softmax over the second half of each model's layers, per depth: the values B5's
 # test regresses on $\log_2 L$ (mean log ratio over seeds, intervals simultaneous over the
-# depths of each row group; description). {glue:md}`ch6_b5`
+# depths of each row group; description).
+#
+# {glue:md}`ch6_b5`
 
 # %% tags=["remove-cell"]
 b5 = by_depth.claim
