@@ -267,6 +267,16 @@ def test_narrow_residuals_get_a_linear_axis_shared_down_each_column():
     assert len({ax.get_ylim() for ax in left}) == 1 and len({ax.get_ylim() for ax in right}) == 1
 
 
+def test_a_line_style_shared_by_two_columns_is_one_legend_entry_naming_both():
+    """Chapter 5's figure: with skips the full model is solid and the next variant dashed;
+    without skips likewise: one entry per style, each variant named with its column."""
+    fig = plots.task_panels(narrow_summary(), TITLES, "r", floor=FLOOR, groups=RESIDUAL_GROUPS)
+    labels = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+    assert "full model (left), without skip (right)" in labels
+    assert "without LayerNorm (left), attention only (right)" in labels
+    assert not {"full model", "without skip", "attention only"} & set(labels)
+
+
 def test_checks_catch_short_handles_one_tick_and_crowded_labels():
     """The checks fail on what this book's figures once showed: the Lipschitz legend at the
     default handle length, a log axis with the single label 1, crowded 0.8, 0.9, 1."""

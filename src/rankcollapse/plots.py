@@ -506,9 +506,17 @@ def task_panels(summary: pd.DataFrame, titles: dict[str, str], ylabel: str,
             ax[0].set_title(f"{title}\n{ax[0].get_title()}", fontsize="small")
     # colours name the normalizations, line styles the variants: one entry each
     handles = {display(n): Line2D([], [], color=c) for n, c in NORMALIZATION_COLORS.items()}
-    handles |= {v: Line2D([], [], color="grey", linestyle=style)
-                for shown in groups.values() for v, style in shown.items()
-                if v in set(summary["variant"])}
+    # a style used in several columns names its variant in each ('full model (left), ...')
+    where = ["left", "right"] if len(groups) == 2 else [f"column {i + 1}" for i in
+                                                        range(len(groups))]
+    by_style: dict[str, list[str]] = {}
+    for column, shown in zip(where, groups.values()):
+        for v, style in shown.items():
+            if v in set(summary["variant"]):
+                by_style.setdefault(style, []).append(v if len(groups) == 1 else
+                                                      f"{v} ({column})")
+    handles |= {", ".join(vs): Line2D([], [], color="grey", linestyle=style)
+                for style, vs in by_style.items()}
     if any(has_floor(ax) for ax, _, _ in cells):
         handles["rounding floor"] = Line2D([], [], color="grey", linestyle=":", linewidth=1)
     legend_off_data(fig, list(handles.values()), list(handles), spare, ncol=3,
