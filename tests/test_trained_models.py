@@ -320,6 +320,32 @@ def test_a_plateaued_model_below_the_baseline_is_not_called_undertrained():
     assert ("The held-out loss rises over the last epochs on T, softmax (-4.2%) (median over "
             "seeds): those models overfit there") in rising and "C, softmax (+" not in rising
 
+def test_models_that_plateau_only_by_the_floor_are_counted_and_named(monkeypatch):
+    """A fall of 7% that is 0.0013 nats meets the criterion through its floor alone; the
+    table counts such models and the sentence names where."""
+    from rankcollapse.experiments.trained_models import convergence_table
+
+    def run(losses, seed):
+        return SimpleNamespace(curve=[{"heldout_loss": x} for x in losses], test_accuracy=0.99,
+                               config=SimpleNamespace(epochs=len(losses)))
+
+    near_zero = [0.05, 0.0182, 0.0175, 0.0169]  # 7% of 0.0182, but 0.0013 nats
+    settled = [2.0, 1.0, 0.99, 0.985]  # 1.5%
+    results = {"t": {("softmax", 0): run(near_zero, 0), ("softmax", 1): run(settled, 1),
+                     ("sinkhorn", 0): run(settled, 0), ("sinkhorn", 1): run(settled, 1)}}
+    data = {"t": (SimpleNamespace(classes=list(range(4))), list(range(50)))}
+    monkeypatch.setattr("rankcollapse.experiments.trained_models.linear_baseline",
+                        lambda train, test: 0.5)
+    table = convergence_table(results, data, {"t": "T"})
+    assert table.set_index("normalization")["by the floor alone"].to_dict() == \
+        {"softmax": 1, "sinkhorn": 0}
+    assert table.set_index("normalization")["plateaued"].to_dict() == \
+        {"softmax": "2 of 2", "sinkhorn": "2 of 2"}
+    words = convergence_sentence(table)
+    assert ("only through its absolute part (a fall of more than 5% but of less than 0.005 "
+            "nats): 1 of 2 softmax models on T.") in words
+
+
 def test_the_ledger_data_names_each_tasks_depth_width_and_examples():
     from rankcollapse.experiments.trained_models import models_data, one_size
     from rankcollapse.profiles import Task

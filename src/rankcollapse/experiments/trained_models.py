@@ -182,7 +182,8 @@ def convergence_table(results: dict[str, dict[tuple[str, int], TrainResult]],
     """Per task and normalization: the test accuracy (mean over seeds, and the lowest), chance
     (1 / classes), the linear baseline's test accuracy on the same data (`baselines`) and the
     number of test inputs both are measured on, the held-out loss's relative improvement over the last `PLATEAU["window"]` epochs (median over
-    seeds) and how many seeds meet the plateau criterion."""
+    seeds), how many seeds meet the plateau criterion and how many of those meet it only
+    through its absolute floor (a relative fall of more than the fraction)."""
     window = PLATEAU["window"]
     baseline = {role: linear_baseline(*data[role]) for role in results}
     rows = []
@@ -200,7 +201,11 @@ def convergence_table(results: dict[str, dict[tuple[str, int], TrainResult]],
                          "test inputs": len(data[role][1]), "epochs": runs[0].config.epochs,
                          "last-epochs gain": float(np.median(gains)) if gains else np.nan,
                          "plateaued": f"{sum(plateaued(r.curve, **PLATEAU) for r in runs)}"
-                                      f" of {len(runs)}"})
+                                      f" of {len(runs)}",
+                         "by the floor alone": sum(plateaued(r.curve, **PLATEAU) and
+                                                   not plateaued(r.curve, window,
+                                                                 PLATEAU["fraction"])
+                                                   for r in runs)})
     return pd.DataFrame(rows)
 
 
@@ -252,6 +257,14 @@ def convergence_sentence(table: pd.DataFrame) -> str:
                 f"{r.task}, {display(r.normalization)} ({r['last-epochs gain']:+.1%})"
                 for _, r in rising.iterrows()) + " (median over seeds): those models overfit "
                 "there, and the plateau criterion counts the rise as no further improvement.")
+    if "by the floor alone" in table:
+        floor = [f"{r['by the floor alone']} of {r.plateaued.split(' of ')[-1]} "
+                 f"{display(r.normalization)} models on {r.task}"
+                 for _, r in table[table["by the floor alone"] > 0].iterrows()]
+        if floor:
+            words.append("Some models meet the criterion only through its absolute part (a "
+                         f"fall of more than {PLATEAU['fraction']:.0%} but of less than "
+                         f"{PLATEAU['floor']:g} nats): " + "; ".join(floor) + ".")
     open_ = [f"{r.plateaued} {display(r.normalization)} models on {r.task}"
              for _, r in table[~every].iterrows()]
     if open_:
