@@ -257,14 +257,6 @@ def convergence_sentence(table: pd.DataFrame) -> str:
                 f"{r.task}, {display(r.normalization)} ({r['last-epochs gain']:+.1%})"
                 for _, r in rising.iterrows()) + " (median over seeds): those models overfit "
                 "there, and the plateau criterion counts the rise as no further improvement.")
-    if "by the floor alone" in table:
-        floor = [f"{r['by the floor alone']} of {r.plateaued.split(' of ')[-1]} "
-                 f"{display(r.normalization)} models on {r.task}"
-                 for _, r in table[table["by the floor alone"] > 0].iterrows()]
-        if floor:
-            words.append("Some models meet the criterion only through its absolute part (a "
-                         f"fall of more than {PLATEAU['fraction']:.0%} but of less than "
-                         f"{PLATEAU['floor']:g} nats): " + "; ".join(floor) + ".")
     open_ = [f"{r.plateaued} {display(r.normalization)} models on {r.task}"
              for _, r in table[~every].iterrows()]
     if open_:
@@ -272,6 +264,14 @@ def convergence_sentence(table: pd.DataFrame) -> str:
                      + " meet it.")
     else:
         words.append("Every model meets the plateau criterion.")
+    if "by the floor alone" in table:
+        floor = [f"{r['by the floor alone']} of {r.plateaued.split(' of ')[-1]} "
+                 f"{display(r.normalization)} models on {r.task}"
+                 for _, r in table[table["by the floor alone"] > 0].iterrows()]
+        if floor:
+            words.append("Some of them meet the criterion only through its absolute part (a "
+                         f"fall of more than {PLATEAU['fraction']:.0%} but of less than "
+                         f"{PLATEAU['floor']:g} nats): " + "; ".join(floor) + ".")
     return " ".join(words)
 
 
