@@ -509,10 +509,10 @@ def task_panels(summary: pd.DataFrame, titles: dict[str, str], ylabel: str,
     # a style used in several columns names its variant in each ('full model (left), ...')
     where = ["left", "right"] if len(groups) == 2 else [f"column {i + 1}" for i in
                                                         range(len(groups))]
-    by_style: dict[str, list[str]] = {}
+    drawn, by_style = set(summary["variant"]), {}
     for column, shown in zip(where, groups.values()):
         for v, style in shown.items():
-            if v in set(summary["variant"]):
+            if v in drawn:
                 by_style.setdefault(style, []).append(v if len(groups) == 1 else
                                                       f"{v} ({column})")
     handles |= {", ".join(vs): Line2D([], [], color="grey", linestyle=style)

@@ -318,7 +318,7 @@ def forest_caption() -> str:
     for cid, claim in registry.CLAIMS.items():
         for margin in sorted({p.margin for p in claim.parts} - {MARGIN}):
             narrow.setdefault(margin, []).append(cid)
-    words = "; ".join(f"{', '.join(ids)}: a factor {1 + m:g}" for m, ids in narrow.items())
+    words = "; ".join(f"{summary.joined(ids)}: a factor {1 + m:g}" for m, ids in narrow.items())
     return FOREST_CAPTION.format(margin=1 + MARGIN, narrow=words)
 
 

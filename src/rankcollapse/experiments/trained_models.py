@@ -190,6 +190,8 @@ def convergence_table(results: dict[str, dict[tuple[str, int], TrainResult]],
     for role, by_model in results.items():
         for name in NORMALIZATIONS:
             runs = [r for (n, _), r in by_model.items() if n == name]
+            met = [plateaued(r.curve, **PLATEAU) for r in runs]
+            relative = [plateaued(r.curve, window, PLATEAU["fraction"]) for r in runs]
             gains = [(r.curve[-1 - window]["heldout_loss"] - r.curve[-1]["heldout_loss"])
                      / r.curve[-1 - window]["heldout_loss"] for r in runs
                      if len(r.curve) > window]
@@ -200,12 +202,8 @@ def convergence_table(results: dict[str, dict[tuple[str, int], TrainResult]],
                          "linear baseline": baseline[role],
                          "test inputs": len(data[role][1]), "epochs": runs[0].config.epochs,
                          "last-epochs gain": float(np.median(gains)) if gains else np.nan,
-                         "plateaued": f"{sum(plateaued(r.curve, **PLATEAU) for r in runs)}"
-                                      f" of {len(runs)}",
-                         "by the floor alone": sum(plateaued(r.curve, **PLATEAU) and
-                                                   not plateaued(r.curve, window,
-                                                                 PLATEAU["fraction"])
-                                                   for r in runs)})
+                         "plateaued": f"{sum(met)} of {len(runs)}",
+                         "by the floor alone": sum(m and not r for m, r in zip(met, relative))})
     return pd.DataFrame(rows)
 
 
