@@ -77,6 +77,28 @@ def test_trainings_run_side_by_side_in_two_workers(tmp_path, capsys):
     assert trainings.threads_per_job(1) >= trainings.threads_per_job(2) >= 1
 
 
+def test_the_missing_trainings_come_costliest_first_and_nothing_cached_starts_a_worker(
+        tiny, tmp_path, monkeypatch):
+    longer = replace(TINY, epochs=3)  # three times the work of TINY
+    monkeypatch.setitem(profiles.PROFILES, "tiny",
+                        replace(tiny, tasks={"short": TINY, "long": longer}, train_seeds=(3,)))
+    plan = trainings.planned("tiny")
+    assert [t.task for t in plan] == ["short", "short", "long", "long"]
+    order = trainings.missing(plan, tmp_path)
+    assert [t.task for t in order] == ["long", "long", "short", "short"]  # stable among equals
+    assert [t.normalization for t in order[:2]] == ["softmax", "sinkhorn"]
+    trainings.run(order[0], "cpu", tmp_path, quiet=True)
+    assert trainings.missing(plan + plan, tmp_path) == order[1:]  # each once, the cached gone
+    for t in order[1:]:
+        trainings.run(t, "cpu", tmp_path, quiet=True)
+
+    def no_workers(*args, **kwargs):
+        raise AssertionError("a worker pool was started with nothing to train")
+
+    monkeypatch.setattr(trainings, "ProcessPoolExecutor", no_workers)
+    trainings.run_all(plan, jobs=2, device="cpu", cache_dir=tmp_path)
+
+
 def test_the_depth_sweep_trains_each_model_once():
     """The sweep's models at the depth of chapter 5's task, on its data and schedule, are
     chapter 5's own (same task, same seeds): planned once, not twice."""

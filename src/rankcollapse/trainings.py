@@ -36,7 +36,8 @@ from .devices import DEVICES, resolve_device
 from .normalizations import NORMALIZATIONS
 from .profiles import PROFILES, Profile, Task, get_profile, sweep_task
 from .tasks import PURE, SCRATCH, load_task, train_config
-from .training import TrainResult, train
+from .data import Dataset
+from .training import TrainConfig, TrainResult, train
 
 SEED_RANGE = (0, 2**32)  # what torch and numpy generators accept
 
@@ -99,16 +100,38 @@ def swept(settings: Profile) -> list[Training]:
         for depth in sweep.depths for name in NORMALIZATIONS for seed in sweep.seeds]
 
 
-def run(training: Training, device: str = "auto", cache_dir: str | Path | None = None,
-        quiet: bool = False):
-    """Train (or load) one model into the cache; returns its `TrainResult`."""
+def _setup(training: Training) -> tuple[TrainConfig, Dataset, Dataset]:
+    """The configuration `training` trains with, and its task's train and test data."""
     settings = get_profile(training.profile)
     task = training.task_of(settings)
     train_data, test_data = load_task(task)
     switches = SCRATCH[PURE[training.variant]] if training.variant in PURE else None
     cfg = train_config(task, train_data, training.normalization, training.seed, settings.n_iter,
                        switches)
+    return cfg, train_data, test_data
+
+
+def run(training: Training, device: str = "auto", cache_dir: str | Path | None = None,
+        quiet: bool = False):
+    """Train (or load) one model into the cache; returns its `TrainResult`."""
+    cfg, train_data, test_data = _setup(training)
     return train(cfg, train_data, test_data, models_dir(cache_dir), device, quiet=quiet)
+
+
+def missing(trainings: list[Training], cache_dir: str | Path | None = None) -> list[Training]:
+    """The trainings whose finished model the cache lacks (a model that is there but fails
+    its checks is found, and trained again, when it is loaded), the costliest first: so that
+    side by side, no long training starts last while the other workers have nothing left.
+    The cost is the training's work in token-layers (epochs x examples x tokens x layers)."""
+    costs = {}
+    for training in dict.fromkeys(trainings):
+        cfg, train_data, _ = _setup(training)
+        if not (models_dir(cache_dir) / cfg.key(train_data) / "result.json").is_file():
+            model = cfg.model
+            tokens = model.max_len if model.kind == "text" else \
+                1 + (model.image_size // model.patch) ** 2
+            costs[training] = cfg.epochs * len(train_data) * tokens * model.encoder.depth
+    return sorted(costs, key=costs.get, reverse=True)
 
 
 def threads_per_job(jobs: int) -> int:
@@ -136,6 +159,9 @@ def run_all(trainings: list[Training], jobs: int = 1, device: str = "auto",
     failing training stops the rest and raises its error here."""
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1; got {jobs}")
+    trainings = missing(trainings, cache_dir)
+    if not trainings:
+        return  # nothing to train: no worker started
     bar = tqdm(total=len(trainings), desc="trainings", disable=quiet)
     if jobs == 1:
         for training in trainings:
