@@ -131,10 +131,12 @@ pd.DataFrame([{"task": names.TASKS[role], "dataset": train.source, "train / test
 # more* then needs the seeds' model pairs to agree closely. Each claim is decided by one
 # registered test per task (listed with the claims ledger), whose intervals hold together
 # at {glue:text}`ch5_level:.0f`%; the layer-by-layer tables and figures are description. Training is cached by a hash of its configuration,
-# data and code: re-executing this chapter reuses the trained models.
+# data and code: re-executing this chapter reuses the trained models. The cell below also
+# trains the models chapter 6 uses (trained without FFN and skips, and at other depths), all
+# in one batch, so that the book's training ends once.
 
 # %% tags=["hide-output"]
-results = tm.complete_models(settings, chapter.device)  # the missing ones trained side by side
+results = tm.complete_models(settings, chapter.device)  # all the book's missing models
 accuracy = tm.accuracy_table(results)
 
 # %%

@@ -84,7 +84,7 @@ models = {role: {key: r.model for key, r in by_model.items()} for role, by_model
 # is compared with chapter 5's complete models run with the same parts switched off.
 
 # %% tags=["hide-output"]
-study = oq.scratch_study(settings, data, complete, chapter.device)  # trains what is missing
+study = oq.scratch_study(settings, data, complete, chapter.device)  # trained in chapter 5, else here
 scratch_accuracy, scratch_residuals = study.accuracy, study.residuals
 
 # %% tags=["remove-cell"]

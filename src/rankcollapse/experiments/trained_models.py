@@ -86,8 +86,11 @@ def models_data(tasks: dict[str, Task], titles: dict[str, str], roles=None) -> s
 def complete_models(settings: Profile, device: str = "auto", cache_dir=None, quiet: bool = False
                     ) -> dict[str, dict[tuple[str, int], TrainResult]]:
     """Chapter 5's complete models of the profile: per task role, one per (normalization,
-    seed), trained where the model cache lacks them (`settings.train_jobs` side by side)
-    and loaded (`trainings.ensure`)."""
+    seed), loaded (`trainings.ensure`). Every model the book trains (chapter 6's pure and
+    depth-sweep models too) is trained here where the model cache lacks it, side by side
+    (`settings.train_jobs`), the costliest first: one batch ends with one short wait for the
+    last training, where three would end with three."""
+    trainings.run_all(trainings.planned(settings), settings.train_jobs, device, cache_dir, quiet)
     wanted = trainings.planned(settings, ("complete",), sweep=False)
     models: dict[str, dict[tuple[str, int], TrainResult]] = {}
     for t, r in trainings.ensure(wanted, settings.train_jobs, device, cache_dir, quiet).items():
