@@ -100,21 +100,19 @@ def swept(settings: Profile) -> list[Training]:
         for depth in sweep.depths for name in NORMALIZATIONS for seed in sweep.seeds]
 
 
-def _setup(training: Training) -> tuple[TrainConfig, Dataset, Dataset]:
-    """The configuration `training` trains with, and its task's train and test data."""
-    settings = get_profile(training.profile)
-    task = training.task_of(settings)
-    train_data, test_data = load_task(task)
+def _config(training: Training, task: Task, train_data: Dataset) -> TrainConfig:
+    """The configuration `training` trains `task` with, on its training data."""
     switches = SCRATCH[PURE[training.variant]] if training.variant in PURE else None
-    cfg = train_config(task, train_data, training.normalization, training.seed, settings.n_iter,
-                       switches)
-    return cfg, train_data, test_data
+    return train_config(task, train_data, training.normalization, training.seed,
+                        get_profile(training.profile).n_iter, switches)
 
 
 def run(training: Training, device: str = "auto", cache_dir: str | Path | None = None,
         quiet: bool = False):
     """Train (or load) one model into the cache; returns its `TrainResult`."""
-    cfg, train_data, test_data = _setup(training)
+    task = training.task_of(get_profile(training.profile))
+    train_data, test_data = load_task(task)
+    cfg = _config(training, task, train_data)
     return train(cfg, train_data, test_data, models_dir(cache_dir), device, quiet=quiet)
 
 
@@ -123,9 +121,15 @@ def missing(trainings: list[Training], cache_dir: str | Path | None = None) -> l
     its checks is found, and trained again, when it is loaded), the costliest first: so that
     side by side, no long training starts last while the other workers have nothing left.
     The cost is the training's work in token-layers (epochs x examples x tokens x layers)."""
+    data: dict[Task, Dataset] = {}  # each task's training data, loaded once
     costs = {}
     for training in dict.fromkeys(trainings):
-        cfg, train_data, _ = _setup(training)
+        task = training.task_of(get_profile(training.profile))
+        if task not in data:
+            data[task] = load_task(task)[0]
+        train_data = data[task]
+        cfg = _config(training, task, train_data)
+        # `training.train` writes result.json last: a run with one has finished
         if not (models_dir(cache_dir) / cfg.key(train_data) / "result.json").is_file():
             model = cfg.model
             tokens = model.max_len if model.kind == "text" else \
