@@ -13,15 +13,13 @@ MATHJAX := book/_static/mathjax/tex-mml-chtml.js
 book: $(VENV)/.installed $(MATHJAX)
 	$(VENV)/bin/python -m rankcollapse_book all --profile $(PROFILE) --device $(DEVICE) --seed $(SEED)
 
-# The tests on every core (pytest-xdist); the slow ones start first (tests/conftest.py), so
-# the fast ones fill the other cores while they run.
 test: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/python -m pytest -n auto --dist worksteal
+	$(VENV)/bin/python -m pytest
 
 test-all: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/python -m pytest -n auto --dist worksteal -m ""
+	$(VENV)/bin/python -m pytest -m ""
 
 # Mutation testing of the verdict layer (configured in pyproject.toml; tens of minutes on
 # two cores, so not part of `make test`): the score and the survivors at the end.

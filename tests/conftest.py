@@ -13,12 +13,6 @@ settings.register_profile("ci", max_examples=25, deadline=None, derandomize=True
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 
-def pytest_collection_modifyitems(items):
-    """The slow tests first (a stable sort keeps the rest in order): with `pytest -n`, they
-    start at once on their own workers while the fast tests fill the others."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-
-
 # The verdict layer's tests (registry, ledger, chapters' claims) were written for a profile of
 # three tasks (text, MNIST, Cats and Dogs: the 6-layer, width-48 models `ci` trained before it
 # moved to the paper's depth) and three seeds, and their written-out tables hold the family
