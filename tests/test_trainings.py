@@ -4,7 +4,7 @@ from dataclasses import replace
 
 import pytest
 
-from rankcollapse import profiles, trainings
+from rankcollapse import profiles, trainings, workers
 from rankcollapse.experiments import trained_models as tm
 from rankcollapse.profiles import Task
 
@@ -67,14 +67,14 @@ def test_trainings_run_side_by_side_in_two_workers(tmp_path, capsys):
     assert found[runs[0]].from_cache and found[runs[1]].from_cache
     assert not found[other].from_cache  # only what was asked for was trained
     threads = torch.get_num_threads()
-    torch.set_num_threads(trainings.threads_per_job(2))  # the workers' reduction order
+    torch.set_num_threads(workers.threads_per_job(2))  # the workers' reduction order
     try:
         here = trainings.run(runs[0], "cpu", tmp_path / "here")
     finally:
         torch.set_num_threads(threads)
     for k, v in here.model.state_dict().items():
         assert torch.equal(v, found[runs[0]].model.state_dict()[k]), k
-    assert trainings.threads_per_job(1) >= trainings.threads_per_job(2) >= 1
+    assert workers.threads_per_job(1) >= workers.threads_per_job(2) >= 1
 
 
 def test_the_missing_trainings_come_costliest_first_and_nothing_cached_starts_a_worker(
@@ -95,7 +95,7 @@ def test_the_missing_trainings_come_costliest_first_and_nothing_cached_starts_a_
     def no_workers(*args, **kwargs):
         raise AssertionError("a worker pool was started with nothing to train")
 
-    monkeypatch.setattr(trainings, "ProcessPoolExecutor", no_workers)
+    monkeypatch.setattr(trainings, "pool", no_workers)
     trainings.run_all(plan, jobs=2, device="cpu", cache_dir=tmp_path)
 
 

@@ -15,29 +15,29 @@ Slurm job array, one process per GPU) can run a profile's trainings in parallel 
 `make book PROFILE=full` then trains only what is missing. Trainings of the same model wait
 for each other; a finished one is loaded, not repeated. `--all --jobs N` (and `run_all`, which
 the chapters call) runs N trainings at once in worker processes that share the device, each
-with `threads_per_job` CPU threads: small models use a GPU, or two CPU cores, better side by
+with `workers.threads_per_job` CPU threads: small models use a GPU, or two CPU cores, better side by
 side than one after another.
 """
 
 from __future__ import annotations
 
 import argparse
-import multiprocessing
+import functools
 import os
 import sys
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
 from tqdm import tqdm
 
 from .devices import DEVICES, resolve_device
 from .normalizations import NORMALIZATIONS
 from .profiles import PROFILES, Profile, Task, get_profile, sweep_task
 from .tasks import PURE, SCRATCH, load_task, train_config
-from .data import Dataset
+from .data import Dataset, data_root
 from .training import TrainConfig, TrainResult, train
+from .workers import pool
 
 SEED_RANGE = (0, 2**32)  # what torch and numpy generators accept
 
@@ -100,6 +100,18 @@ def swept(settings: Profile) -> list[Training]:
         for depth in sweep.depths for name in NORMALIZATIONS for seed in sweep.seeds]
 
 
+@functools.lru_cache(maxsize=None)
+def _task_data(task: Task, root: Path) -> tuple[Dataset, Dataset]:
+    """`load_task`, read once per process and data root: a chapter loads or checks dozens
+    of models of the same few tasks (reading the MNIST stand-in took 0.2 s each time)."""
+    return load_task(task, root)
+
+
+def task_data(task: Task) -> tuple[Dataset, Dataset]:
+    """The training and test data of `task` (see `load_task`), from this process's copy."""
+    return _task_data(task, data_root())
+
+
 def _config(training: Training, task: Task, train_data: Dataset) -> TrainConfig:
     """The configuration `training` trains `task` with, on its training data."""
     switches = SCRATCH[PURE[training.variant]] if training.variant in PURE else None
@@ -111,7 +123,7 @@ def run(training: Training, device: str = "auto", cache_dir: str | Path | None =
         quiet: bool = False):
     """Train (or load) one model into the cache; returns its `TrainResult`."""
     task = training.task_of(get_profile(training.profile))
-    train_data, test_data = load_task(task)
+    train_data, test_data = task_data(task)
     cfg = _config(training, task, train_data)
     return train(cfg, train_data, test_data, models_dir(cache_dir), device, quiet=quiet)
 
@@ -121,13 +133,10 @@ def missing(trainings: list[Training], cache_dir: str | Path | None = None) -> l
     its checks is found, and trained again, when it is loaded), the costliest first: so that
     side by side, no long training starts last while the other workers have nothing left.
     The cost is the training's work in token-layers (epochs x examples x tokens x layers)."""
-    data: dict[Task, Dataset] = {}  # each task's training data, loaded once
     costs = {}
     for training in dict.fromkeys(trainings):
         task = training.task_of(get_profile(training.profile))
-        if task not in data:
-            data[task] = load_task(task)[0]
-        train_data = data[task]
+        train_data = task_data(task)[0]
         cfg = _config(training, task, train_data)
         # `training.train` writes result.json last: a run with one has finished
         if not (models_dir(cache_dir) / cfg.key(train_data) / "result.json").is_file():
@@ -136,15 +145,6 @@ def missing(trainings: list[Training], cache_dir: str | Path | None = None) -> l
                 1 + (model.image_size // model.patch) ** 2
             costs[training] = cfg.epochs * len(train_data) * tokens * model.encoder.depth
     return sorted(costs, key=costs.get, reverse=True)
-
-
-def threads_per_job(jobs: int) -> int:
-    """CPU threads for each of `jobs` worker processes: the cores shared out, at least one."""
-    return max(1, (os.cpu_count() or 1) // jobs)
-
-
-def _worker(threads: int) -> None:
-    torch.set_num_threads(threads)
 
 
 def _train_one(training: Training, device: str, cache_dir: str | Path | None) -> str:
@@ -158,7 +158,7 @@ def run_all(trainings: list[Training], jobs: int = 1, device: str = "auto",
             cache_dir: str | Path | None = None, quiet: bool = False) -> None:
     """Train every one of `trainings` that the cache does not hold yet, `jobs` at a time in
     worker processes (spawned, so that CUDA and the threads start fresh in each), each with
-    `threads_per_job(jobs)` threads; with `jobs` 1, one after another in this process.
+    `workers.threads_per_job(jobs)` threads; with `jobs` 1, one after another in this process.
     The results are in the cache: load them with `run` (or the chapters' own calls). A
     failing training stops the rest and raises its error here."""
     if jobs < 1:
@@ -173,10 +173,8 @@ def run_all(trainings: list[Training], jobs: int = 1, device: str = "auto",
             bar.update(1)
         bar.close()
         return
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker,
-                             initargs=(threads_per_job(jobs),)) as pool:
-        futures = [pool.submit(_train_one, t, device, cache_dir) for t in trainings]
+    with pool(jobs) as workers:
+        futures = [workers.submit(_train_one, t, device, cache_dir) for t in trainings]
         try:
             for done in as_completed(futures):
                 bar.set_postfix_str(done.result())
