@@ -59,19 +59,19 @@ from dataclasses import replace
 from rankcollapse import names, plots
 from rankcollapse.measures import FLOOR
 from rankcollapse.tasks import load_task
-from rankcollapse.experiments import depth_sweep
+from rankcollapse.experiments import depth_sweep, model_measures
 from rankcollapse.experiments import open_questions as oq
 from rankcollapse.experiments import trained_models as tm
 from rankcollapse.experiments.rank_collapse import deepest_drawn, log_summary
-from rankcollapse.registry import LIPSCHITZ_SCALES, lipschitz_sizes
 
 tasks = settings.tasks
 data = {role: load_task(task) for role, task in tasks.items()}
 TITLES = tm.task_titles(data)
 tests = {role: test for role, (_, test) in data.items()}
-# chapter 5's complete models (cached: trained there, loaded here)
+# chapter 5's complete models (cached: trained there, loaded here), and what this chapter
+# measures on them (C6d, B3, B4, C10), side by side where the device is the CPU
 complete = tm.complete_models(settings, chapter.device, quiet=True)
-models = {role: {key: r.model for key, r in by_model.items()} for role, by_model in complete.items()}
+measured = model_measures.measure(settings, complete, tests, chapter.device, seed)
 
 # %% [markdown]
 # ## B1: pure self-attention trained from scratch
@@ -148,7 +148,7 @@ chapter.glue_text({"ch6_b1": f"**{b1.verdict.capitalize()}.** {b1.finding}"})
 # a mask though all have the same length, is left out with the text tasks).
 
 # %%
-mech = oq.mechanism(models, tests, settings.n_eval, settings.n_paths, seed)
+mech = measured.mechanism
 mech_cmp = oq.mechanism_comparisons(mech)
 image_tasks = {t: TITLES[t] for t in tasks if tests[t].mask is None}
 
@@ -200,7 +200,7 @@ chapter.glue_text({"ch6_c6d": f"**{c6d.verdict.capitalize()}.** {c6d.finding}"})
 # normalization they were trained with.
 
 # %%
-swap_accuracy, swap_residuals = oq.swapped(complete, tests, settings.n_eval, chapter.device)
+swap_accuracy, swap_residuals = measured.swap_accuracy, measured.swap_residuals
 swap_cmp = oq.swap_comparisons(swap_residuals)
 (swap_accuracy.assign(task=swap_accuracy["task"].map(TITLES),
                       trained=swap_accuracy["trained"].map(names.display),
@@ -236,11 +236,11 @@ chapter.glue_text({"ch6_b3": f"**{b3.verdict.capitalize()}.** {b3.finding}"})
 # single half-step (a row normalization of $\exp$ of the logits, which is softmax): test
 # accuracy (first {glue:text}`ch6_acc_inputs` test inputs, as for B3), the attention's departure from doubly stochastic (the larger of its row and
 # column errors; median over inputs of the largest over layers and heads), the residual of the last hidden state, and the time of one forward
-# pass over {glue:text}`ch6_n_eval` test inputs on this run's device (interleaved rounds,
-# median).
+# pass over {glue:text}`ch6_n_eval` test inputs on this run's device (interleaved timing
+# rounds per model: {glue:text}`ch6_rounds`; their median, then the mean over seeds).
 
 # %%
-sweep = oq.iteration_sweep(complete, tests, settings.n_eval, chapter.device)
+sweep = measured.iterations
 (sweep.assign(task=sweep["task"].map(TITLES)).groupby(["task", "iterations"], sort=False)
  [["accuracy", "row_error", "residual", "ms"]].mean()
  .rename(columns={"accuracy": "test accuracy", "row_error": "marginal error",
@@ -254,7 +254,7 @@ chapter.show(plots.iterations_figure(sweep, TITLES), "fig-iterations", sweep)
 
 # %% tags=["remove-cell"]
 b4 = oq.iteration_claim(sweep, TITLES, settings)
-chapter.glue({"ch6_n_eval": settings.n_eval})
+chapter.glue({"ch6_n_eval": settings.n_eval, "ch6_rounds": settings.iteration_rounds})
 chapter.glue_text({"ch6_b4": f"**{b4.verdict.capitalize()}.** {b4.finding}"})
 
 # %% [markdown]
@@ -296,15 +296,9 @@ chapter.glue_text({"ch6_b4": f"**{b4.verdict.capitalize()}.** {b4.finding}"})
 # ($10^{-4}$ of their norm).
 
 # %%
-lip_scales, lip_sizes = LIPSCHITZ_SCALES, lipschitz_sizes(settings)
-random_lip = oq.random_lipschitz(settings.d_model, settings.n_heads, lip_scales, lip_sizes,
-                                 settings.lipschitz_draws, seed, settings.n_iter)
-trained_lip = oq.trained_lipschitz(models, tests, settings.lipschitz_inputs)
-sensitive = oq.sensitivity(models, tests, settings.n_eval, seed=seed)
-check_n = oq.check_tokens(settings.d_model, lip_sizes[0])
-check = oq.power_iteration_check(settings.d_model, settings.n_heads, check_n, seed,
-                                 settings.n_iter)
-check.rename(index=names.display).style.format("{:.4g}")
+random_lip, trained_lip = measured.random_lipschitz, measured.trained_lipschitz
+sensitive, check_n = measured.sensitivity, measured.check_tokens
+measured.lipschitz_check.rename(index=names.display).style.format("{:.4g}")
 
 # %% mystnb={"figure": {"caption": "Local Lipschitz constant of one attention layer (spectral norm of its Jacobian with respect to the tokens, log scale), softmax blue and Sinkhorn red. Top: random layers against the logit scale (log scale), one line style per n, median over weight draws with a quartile band. Bottom: trained layers of chapter 5's complete models against the layer, median over inputs and seeds, one line style per task. Where a red curve lies below the blue one of the same style, the Sinkhorn layer is locally less sensitive to its input.", "name": "fig-lipschitz"}}
 chapter.show(plots.lipschitz_figure(random_lip, trained_lip, TITLES), "fig-lipschitz",

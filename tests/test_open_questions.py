@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from rankcollapse.data import Dataset
+from rankcollapse.experiments import model_measures
 from rankcollapse.experiments import open_questions as oq
 from rankcollapse.tasks import SCRATCH, train_config
 from rankcollapse.measures import path_products, sample_paths
@@ -167,8 +168,11 @@ def test_swapped_and_iterations_on_tiny_models():
     assert claim.id == "B3" and "Weights trained with Sinkhorn" in claim.finding
     assert {r.part for r in claim.results} == {"weights trained with softmax",
                                                "weights trained with Sinkhorn"}
-    sweep = oq.iteration_sweep(results, {"img": data}, 8, torch.device("cpu"), repeats=1)
+    cpu = torch.device("cpu")
+    sweep = oq.iteration_sweep(oq.iteration_measures(results, {"img": data}, 8, cpu),
+                               oq.iteration_times(results, {"img": data}, 8, cpu, repeats=1))
     assert len(sweep) == 3 * len(oq.ITERATIONS)  # the Sinkhorn models only
+    assert (sweep["ms"] > 0).all() and sweep["accuracy"].between(0, 1).all()
     errors = sweep.groupby("iterations")["row_error"].median()
     assert errors[50] < errors[1]  # more iterations, closer to doubly stochastic
     assert oq.iteration_claim(sweep, {"img": "Img"}, profile("img")).id == "B4"
@@ -230,3 +234,22 @@ def test_whether_the_pure_models_learned_is_said_once_when_none_did():
     assert oq._learned_words(acc, acc.iloc[:1], titles) == (
         "Models trained pure within 0.1 of chance (they did not learn): MNIST, pure "
         "attention, LayerNorm, softmax, seed 0 (0.090).")
+
+
+def test_the_chapters_measures_side_by_side_equal_one_after_another():
+    """`model_measures.measure` in two worker processes and in this one: the same tables
+    (B4's clock aside, which is timed alone in this process either way)."""
+    data = image_data()
+    complete = {"img": tiny_results(data)}
+    settings = replace(profile("img"), n_eval=4, n_paths=4, lipschitz_draws=1,
+                       lipschitz_inputs=1, iteration_rounds=1, d_model=8, n_heads=2)
+    cpu = torch.device("cpu")
+    apart, together = (model_measures.measure(replace(settings, train_jobs=jobs), complete,
+                                              {"img": data}, cpu, 0) for jobs in (2, 1))
+    for field in ("mechanism", "swap_accuracy", "swap_residuals", "random_lipschitz",
+                  "trained_lipschitz", "lipschitz_check", "sensitivity"):
+        pd.testing.assert_frame_equal(getattr(apart, field), getattr(together, field),
+                                      rtol=1e-9, obj=field)
+    pd.testing.assert_frame_equal(apart.iterations.drop(columns="ms"),
+                                  together.iterations.drop(columns="ms"), rtol=1e-9)
+    assert apart.check_tokens == together.check_tokens

@@ -114,6 +114,9 @@ class Profile:
     train_jobs: int = 1  # trainings run at once on the device (`trainings.run_all`)
     lipschitz_draws: int = 6  # chapter 6: independent random layers per (n, logit scale)
     lipschitz_inputs: int = 2  # chapter 6: test inputs per trained model's layers (C10)
+    # chapter 6 (B4): interleaved timing rounds of each Sinkhorn model's forward pass per
+    # number of iterations (the table shows the mean over seeds of each model's median)
+    iteration_rounds: int = 3
     depth_sweep: DepthSweep | None = None  # chapter 6: one task trained at several depths
     # Chapter 1. Logit scales of the pure stack; its high-precision copy; the LayerNorm check.
     collapse_scales: tuple[float, ...] = (0.1, 0.5, 1.0, 2.0)
@@ -225,7 +228,10 @@ PROFILES: dict[str, Profile] = {
                   n_samples=32, weight_draws=4, n_paths=100, n_pools=12,
                   paths_per_pool=25, tasks=_CI_TASKS, train_seeds=tuple(range(5)), n_eval=128,
                   scratch_tasks=("mnist",), scratch_seeds=(0, 1, 2), train_jobs=2,
-                  lipschitz_draws=6, depth_sweep=_CI_SWEEP),
+                  lipschitz_draws=6, depth_sweep=_CI_SWEEP,
+                  # B4's forward passes timed once per model and number of iterations: the
+                  # mean over 17 Sinkhorn models averages the noise (3 rounds took 24 s more)
+                  iteration_rounds=1),
     "full": Profile("full", n_tokens=128, d_model=128, n_heads=4, depth=24, n_iter=50,
                     n_samples=128, weight_draws=4, n_paths=100, n_pools=16, entropy_draws=512,
                     paths_per_pool=100, tasks=_FULL_TASKS, train_seeds=(0, 1, 2, 3, 4),
@@ -260,14 +266,16 @@ PROFILES["full-smoke"] = replace(
     PROFILES["full"], name="full-smoke", n_samples=4, weight_draws=2, n_paths=6, n_pools=3,
     entropy_draws=16,
     paths_per_pool=4, n_eval=8, train_seeds=(0, 1, 2), scratch_seeds=(0, 1), train_jobs=2,
-    lipschitz_draws=2, layernorm_draws=4, pool_batch=4,
+    lipschitz_draws=2, layernorm_draws=4, pool_batch=4, iteration_rounds=1,
     # the appendix's code at small sizes; a step at the paper's shapes (the same code as at
     # the ci shapes) took 256 s on 2 busy cores even at 2 rounds: it is left to `full`. One
     # timed round after the warm-up walks every path (the two step tables took 340 s of
     # this profile's 19 minutes at 2 rounds, on the torch engine).
     appendix=replace(PROFILES["full"].appendix, shape=(16, 128, 128), repeats=2,
                      step_shapes=("ci",), step_repeats=1),
-    depth_sweep=replace(PROFILES["full"].depth_sweep, seeds=(0, 1, 2)),
+    # the sweep's every path at its shallowest and deepest depth (its middle depths take
+    # the same code: 12 trainings fewer)
+    depth_sweep=replace(PROFILES["full"].depth_sweep, depths=(3, 24), seeds=(0, 1, 2)),
     tasks={role: replace(task, dataset=record(task.dataset).stand_in or task.dataset,
                          epochs=1, train_limit=32, test_limit=16, batch_size=16,
                          warmup_steps=1)

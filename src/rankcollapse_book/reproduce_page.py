@@ -34,6 +34,7 @@ LABELS = {  # Profile field -> what it sets (chapter)
     "train_jobs": "trainings run at once, sharing the device (chapters 5, 6)",
     "lipschitz_draws": "random layers per setting, Lipschitz constants (chapter 6)",
     "lipschitz_inputs": "test inputs per trained model, Lipschitz constants (chapter 6)",
+    "iteration_rounds": "interleaved timing rounds per model and iteration count (chapter 6)",
     "depth_sweep": "one task trained at several depths (chapter 6)",
     "collapse_scales": "logit scales of the pure stacks (chapter 1)",
     "collapse_precise": "high-precision pure stack (chapter 1)",

@@ -396,48 +396,68 @@ def swap_claim(residuals: pd.DataFrame, accuracy: pd.DataFrame, titles: dict[str
     return Claim.of("B3", tested, " ".join(parts), figure="fig-swapped")
 
 
-def iteration_sweep(models: dict[str, dict[tuple[str, int], TrainResult]],
+def _sinkhorn_trained(models: dict[str, dict[tuple[str, int], TrainResult]]
+                     ) -> list[tuple[str, int, TrainResult]]:
+    return [(task, seed, result) for task, by_model in models.items()
+            for (trained, seed), result in by_model.items() if trained == "sinkhorn"]
+
+
+def iteration_times(models: dict[str, dict[tuple[str, int], TrainResult]],
                     tests: dict[str, Dataset], n_eval: int, device: torch.device,
-                    iterations=ITERATIONS, repeats: int = 3) -> pd.DataFrame:
+                    repeats: int, iterations=ITERATIONS) -> pd.DataFrame:
+    """B4's clock: the time of one forward pass of each Sinkhorn-trained model over the first
+    `n_eval` test inputs with each number of `iterations` (median of `repeats` interleaved
+    rounds: the profile's `iteration_rounds`). Columns task, seed, iterations, ms. Run it
+    with nothing else busy on the device."""
+    rows = []
+    for task, seed, result in _sinkhorn_trained(models):
+        batch = _first(tests[task], n_eval)
+        x, mask = batch.x.to(device), None if batch.mask is None else batch.mask.to(device)
+
+        def forward(k, model=result.model):
+            with torch.no_grad(), attention_set(model, **_iteration_settings(k)):
+                model(x, mask)
+
+        times = interleaved_times({k: (lambda k=k: forward(k)) for k in iterations},
+                                  repeats, device)
+        rows += [{"task": task, "seed": seed, "iterations": k,
+                  "ms": 1e3 * float(np.median(times[k]))} for k in iterations]
+    return pd.DataFrame(rows)
+
+
+def iteration_measures(models: dict[str, dict[tuple[str, int], TrainResult]],
+                       tests: dict[str, Dataset], n_eval: int, device: torch.device,
+                       iterations=ITERATIONS) -> pd.DataFrame:
     """B4: the Sinkhorn-trained models run with each number of `iterations` (`HALF_STEP`:
     softmax): accuracy (first `ACCURACY_INPUTS` test inputs), the relative residual of the
-    last hidden state (median over the first `n_eval` inputs, float64), the attention's
+    last hidden state (median over the first `n_eval` inputs, float64) and the attention's
     departure from doubly stochastic (the larger of its row and column errors; median over
-    inputs of the largest over layers and heads) and the time of one forward pass over those
-    `n_eval` inputs (median of `repeats` interleaved rounds), per task and seed."""
+    inputs of the largest over layers and heads), per task and seed."""
     rows = []
-    for task, by_model in models.items():
+    for task, seed, result in _sinkhorn_trained(models):
         data = tests[task]
-        for (trained, seed), result in by_model.items():
-            if trained != "sinkhorn":
-                continue
-            batch = _first(data, n_eval)
-            x, mask = batch.x.to(device), None if batch.mask is None else batch.mask.to(device)
-
-            def forward(k, model=result.model):
-                with torch.no_grad(), attention_set(model, **_iteration_settings(k)):
-                    model(x, mask)
-
-            times = interleaved_times({k: (lambda k=k: forward(k)) for k in iterations},
-                                      repeats, device)
-            exact = copy.deepcopy(result.model).double()
-            for k in iterations:
-                with attention_set(result.model, **_iteration_settings(k)) as model:
-                    acc = evaluate(model, _first(data, ACCURACY_INPUTS), device)
-                with attention_set(exact, **_iteration_settings(k)) as model:
-                    out, m = rec.record(model, data, n_eval, Switches())
-                head_mask = None if m is None else m[None, :, None, :].expand(
-                    *out.attention.shape[:4])
-                rows_error = torch.maximum(*marginal_errors(out.attention.double(), head_mask))
-                residual = rec.hidden_residuals(out, m)
-                rows.append({"task": task, "seed": seed, "iterations": k, "accuracy": acc,
-                             "inputs": min(ACCURACY_INPUTS, len(data)),
-                             "residual": float(residual.loc[residual["layer"] ==
-                                                            residual["layer"].max(),
-                                                            "residual"].median()),
-                             "row_error": float(rows_error.amax((0, 2)).median()),
-                             "ms": 1e3 * float(np.median(times[k]))})
+        exact = copy.deepcopy(result.model).double()
+        for k in iterations:
+            with attention_set(result.model, **_iteration_settings(k)) as model:
+                acc = evaluate(model, _first(data, ACCURACY_INPUTS), device)
+            with attention_set(exact, **_iteration_settings(k)) as model:
+                out, m = rec.record(model, data, n_eval, Switches())
+            head_mask = None if m is None else m[None, :, None, :].expand(
+                *out.attention.shape[:4])
+            rows_error = torch.maximum(*marginal_errors(out.attention.double(), head_mask))
+            residual = rec.hidden_residuals(out, m)
+            rows.append({"task": task, "seed": seed, "iterations": k, "accuracy": acc,
+                         "inputs": min(ACCURACY_INPUTS, len(data)),
+                         "residual": float(residual.loc[residual["layer"] ==
+                                                        residual["layer"].max(),
+                                                        "residual"].median()),
+                         "row_error": float(rows_error.amax((0, 2)).median())})
     return pd.DataFrame(rows)
+
+
+def iteration_sweep(measures: pd.DataFrame, times: pd.DataFrame) -> pd.DataFrame:
+    """B4's table: `iteration_measures` with the `iteration_times` of the same models."""
+    return measures.merge(times, on=["task", "seed", "iterations"], validate="one_to_one")
 
 
 def iteration_claim(sweep: pd.DataFrame, titles: dict[str, str], profile: Profile) -> Claim:
