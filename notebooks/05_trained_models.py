@@ -230,7 +230,7 @@ chapter.show(plots.learning_curves(curves, TITLES), "fig-learning-curves", curve
 # %%
 models = {role: {key: r.model for key, r in results[role].items()} for role in tasks}
 analysis = tm.analyse(models, {role: data[role][1] for role in tasks}, settings.n_eval,
-                      settings.n_paths, seed, settings.n_iter)
+                      settings.n_paths, seed, settings.n_iter, jobs=settings.train_jobs)
 by = ["task", "variant", "normalization", "layer"]
 summary = log_summary(analysis.hidden, by, floor=FLOOR)
 relative = log_summary(analysis.hidden, by, value="relative", floor=FLOOR)

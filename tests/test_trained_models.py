@@ -67,6 +67,12 @@ def test_analyse_and_claims_tables():
     models = {(name, seed): model for seed in (0, 1, 2)
               for name, model in tiny_models(data).items()}
     result = analyse({"text": models}, {"text": data}, n_eval=8, n_paths=5, seed=0, n_iter=10)
+    shared = analyse({"text": models}, {"text": data}, n_eval=8, n_paths=5, seed=0, n_iter=10,
+                     jobs=2)  # two worker processes, a share of the models each
+    for table in ("hidden", "attention_output", "paths", "attention"):
+        pd.testing.assert_frame_equal(getattr(shared, table), getattr(result, table),
+                                      rtol=1e-9, obj=table)
+    assert shared.shapes == result.shapes
     hidden, outputs, paths = result.hidden, result.attention_output, result.paths
     assert set(hidden.variant) == set(VARIANTS) and set(hidden.seed) == {0, 1, 2}
     assert len(hidden) == 3 * 2 * len(VARIANTS) * 4 * 8  # seeds x norms x variants x layers x samples

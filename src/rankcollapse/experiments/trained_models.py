@@ -31,6 +31,7 @@ from ..verdicts import LEARNED, SHARE, TOLERANCE, Result, marginal_check, \
     results_sentence
 from ..baselines import linear_baseline
 from ..names import TASKS, dataset, display
+from ..workers import side_by_side
 from ..training import TrainResult
 from ..recording import hidden_residuals, output_residuals, per_unit, record
 from .. import trainings
@@ -554,29 +555,49 @@ class Analysis:
 
 def analyse(models: dict[str, dict[tuple[str, int], Classifier]], tests: dict[str, Dataset],
             n_eval: int, n_paths: int, seed: int, n_iter: int = 50,
-            path_variants=("full model", "without skip")) -> Analysis:
+            path_variants=("full model", "without skip"), jobs: int = 1) -> Analysis:
     """Every measurement for every task -> {(normalization, training seed) -> model}, each
     model and variant run once on the first `n_eval` test inputs, in float64 (a copy of the
     model: the weights are the trained float32 ones), so that the rounding floor is
-    float64's."""
+    float64's. With `jobs` above 1 and the models on the CPU, that many worker processes
+    take a share of the models each, in order, so that the tables are the same and in the
+    same order as one after another."""
+    flat = [(task, key, model) for task, by_model in models.items()
+            for key, model in by_model.items()]
+    on_cpu = all(next(model.parameters()).device.type == "cpu" for *_, model in flat)
+    jobs = min(jobs, len(flat)) if on_cpu else 1
+    shares = [flat[i * len(flat) // jobs:(i + 1) * len(flat) // jobs] for i in range(jobs)]
+    done = side_by_side({str(i): (_analyse_models, (share, tests, n_eval, n_paths, seed, n_iter,
+                                                    path_variants))
+                         for i, share in enumerate(shares)}, jobs)
+    tables = {k: pd.concat([done[str(i)][0][k] for i in range(jobs)], ignore_index=True)
+              for k in ("hidden", "attention_output", "paths", "attention")}
+    shapes = {task: shape for i in range(jobs) for task, shape in done[str(i)][1].items()}
+    return Analysis(**tables, shapes=shapes)
+
+
+def _analyse_models(models: list[tuple[str, tuple[str, int], Classifier]],
+                    tests: dict[str, Dataset], n_eval: int, n_paths: int, seed: int,
+                    n_iter: int, path_variants) -> tuple[dict[str, pd.DataFrame], dict]:
+    """`analyse` of the (task, (normalization, training seed), model) in `models`: its tables
+    and the attention shape of each task."""
     tables = {k: [] for k in ("hidden", "attention_output", "paths", "attention")}
     shapes = {}
-    for task, by_model in models.items():
-        for (name, train_seed), model in by_model.items():
-            exact = copy.deepcopy(model).double()
-            for variant, switches in VARIANTS.items():
-                out, mask = record(exact, tests[task], n_eval, switches)
-                layers, _, heads, tokens, _ = out.attention.shape
-                real = tokens if mask is None else int(mask.sum(1).median())
-                shapes[task] = (layers, heads, real)
-                labels = dict(task=task, normalization=name, seed=train_seed, variant=variant)
-                tables["hidden"].append(hidden_residuals(out, mask).assign(**labels))
-                tables["attention_output"].append(output_residuals(out, mask).assign(**labels))
-                if variant in path_variants:
-                    tables["paths"].append(
-                        attention_paths(out, mask, n_paths, seed).assign(**labels))
-                if variant == "full model":
-                    tables["attention"].append(attention_statistics(
-                        out, mask, n_iter, name == "sinkhorn").assign(**labels))
-    return Analysis(**{k: pd.concat(v, ignore_index=True) for k, v in tables.items()},
-                    shapes=shapes)
+    for task, (name, train_seed), model in models:
+        exact = copy.deepcopy(model).double()
+        for variant, switches in VARIANTS.items():
+            out, mask = record(exact, tests[task], n_eval, switches)
+            layers, _, heads, tokens, _ = out.attention.shape
+            real = tokens if mask is None else int(mask.sum(1).median())
+            shapes[task] = (layers, heads, real)
+            labels = dict(task=task, normalization=name, seed=train_seed, variant=variant)
+            tables["hidden"].append(hidden_residuals(out, mask).assign(**labels))
+            tables["attention_output"].append(output_residuals(out, mask).assign(**labels))
+            if variant in path_variants:
+                tables["paths"].append(
+                    attention_paths(out, mask, n_paths, seed).assign(**labels))
+            if variant == "full model":
+                tables["attention"].append(attention_statistics(
+                    out, mask, n_iter, name == "sinkhorn").assign(**labels))
+    return {k: pd.concat(v, ignore_index=True) if v else pd.DataFrame()
+            for k, v in tables.items()}, shapes
