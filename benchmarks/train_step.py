@@ -1,6 +1,6 @@
 """Benchmark: one training step of the same Vision Transformer, Sinkhorn against softmax.
 
-    .venv/bin/python benchmarks/train_step.py [--shapes ci paper] [--repeats 10]
+    .venv/bin/python benchmarks/train_step.py [--shapes ci paper] [--repeats 10] [--n-iter 50]
                                               [--out benchmarks/results] [--trained ci]
 
 For each set of shapes (`rankcollapse.timing.TRAIN_SHAPES`: the ci profile's and the
@@ -21,6 +21,7 @@ from pathlib import Path
 import torch
 
 from rankcollapse.files import atomic_write
+from rankcollapse.profiles import get_profile
 from rankcollapse.timing import TRAIN_SHAPES, train_step_table, trained_step_table
 
 
@@ -28,6 +29,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", nargs="+", default=list(TRAIN_SHAPES), choices=TRAIN_SHAPES)
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--n-iter", type=int, default=get_profile("ci").n_iter,
+                        help="full Sinkhorn iterations (default: the ci profile's)")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     parser.add_argument("--trained", metavar="PROFILE", default=None,
                         help="also time steps at the trained models of this profile")
@@ -35,7 +38,7 @@ def main() -> None:
     args = parser.parse_args()
     devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
     for device in devices:
-        table = train_step_table(args.shapes, device, args.repeats)
+        table = train_step_table(args.shapes, device, args.repeats, n_iter=args.n_iter)
         print(table.drop(columns=["repeats"]).to_string(index=False,
                                                       float_format=lambda v: f"{v:.3g}"))
         path = atomic_write(args.out / f"train_step-{device.type}.csv",

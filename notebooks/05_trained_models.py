@@ -237,7 +237,7 @@ relative = log_summary(analysis.hidden, by, value="relative", floor=FLOOR)
 outputs = log_summary(analysis.attention_output, by, floor=FLOOR)
 
 # %% tags=["remove-cell"]
-chapter.glue({"ch5_n_eval": settings.n_eval, "ch5_floor": significant(FLOOR, 2),
+chapter.glue({"ch5_n_eval": settings.n_eval, "ch5_n_iter": settings.n_iter, "ch5_floor": significant(FLOOR, 2),
               "ch5_level": 100 * LEVEL})
 
 # %% mystnb={"figure": {"caption": "Relative residual of the hidden states against depth in the trained softmax (blue) and Sinkhorn (red) models, one row per task; left: the inference variants with skip connections (complete model solid, without FFN dashed), right: those without (without skip solid, pure attention dashed). Lines: geometric mean over test inputs and seeds; bands: one standard deviation of $\\log_{10} r$; each column on one scale, linear where it spans less than a decade; dotted, where a panel comes near it: the float64 rounding floor. Where the red band lies above the blue one, Sinkhorn keeps more rank; with skip connections the residual stays within a decade, without them it falls by many.", "name": "fig-trained-residual"}}
@@ -363,11 +363,11 @@ chapter.show(plots.ratio_panels(random_adv.assign(setting=random_adv["normalizat
 # ## The trained attention itself
 #
 # Two questions the paper's argument leans on, asked of the trained models rather than of
-# random logits (chapter 2): are the trained Sinkhorn models' logits small enough that 50
-# iterations make their attention doubly stochastic, and does Sinkhorn attention spread
+# random logits (chapter 2): are the trained Sinkhorn models' logits small enough that
+# {glue:text}`ch5_n_iter` iterations make their attention doubly stochastic, and does Sinkhorn attention spread
 # more evenly than softmax attention once trained? {numref}`fig-trained-attention` shows
 # the logit scale of each layer (the standard deviation of its logits over real token pairs),
-# the row error of the Sinkhorn models' own logits after exactly 50 iterations, and the mean
+# the row error of the Sinkhorn models' own logits after exactly {glue:text}`ch5_n_iter` iterations, and the mean
 # row entropy.
 
 # %%

@@ -63,6 +63,7 @@ from rankcollapse.experiments import depth_sweep, model_measures
 from rankcollapse.experiments import open_questions as oq
 from rankcollapse.experiments import trained_models as tm
 from rankcollapse.experiments.rank_collapse import deepest_drawn, log_summary
+from rankcollapse_book.summary import joined
 
 tasks = settings.tasks
 data = {role: load_task(task) for role, task in tasks.items()}
@@ -194,7 +195,7 @@ chapter.glue_text({"ch6_c6d": f"**{c6d.verdict.capitalize()}.** {c6d.finding}"})
 # ## B3: the normalization swapped at inference
 #
 # Every complete model of chapter 5 is run with both normalizations: softmax-trained
-# weights with Sinkhorn attention (50 iterations) and Sinkhorn-trained weights with
+# weights with Sinkhorn attention ({glue:text}`ch6_n_iter` iterations) and Sinkhorn-trained weights with
 # softmax. On the same weights, the ratio Sinkhorn / softmax at inference isolates what the
 # normalization itself does; the accuracies say how much the weights depend on the
 # normalization they were trained with.
@@ -232,7 +233,7 @@ chapter.glue_text({"ch6_b3": f"**{b3.verdict.capitalize()}.** {b3.finding}"})
 #
 # ## B4: how many Sinkhorn iterations inference needs
 #
-# The Sinkhorn-trained models are run with 1, 2, 3, 5, 10, 20 and 50 iterations, and with a
+# The Sinkhorn-trained models are run with {glue:md}`ch6_iterations` iterations, and with a
 # single half-step (a row normalization of $\exp$ of the logits, which is softmax): test
 # accuracy (first {glue:text}`ch6_acc_inputs` test inputs, as for B3), the attention's departure from doubly stochastic (the larger of its row and
 # column errors; median over inputs of the largest over layers and heads), the residual of the last hidden state, and the time of one forward
@@ -254,15 +255,18 @@ chapter.show(plots.iterations_figure(sweep, TITLES), "fig-iterations", sweep)
 
 # %% tags=["remove-cell"]
 b4 = oq.iteration_claim(sweep, TITLES, settings)
-chapter.glue({"ch6_n_eval": settings.n_eval, "ch6_rounds": settings.iteration_rounds})
+chapter.glue({"ch6_n_eval": settings.n_eval, "ch6_rounds": settings.iteration_rounds,
+              "ch6_full": max(oq.ITERATIONS), "ch6_n_iter": settings.n_iter})
+chapter.glue_text({"ch6_iterations": joined([f"{k:g}" for k in oq.ITERATIONS
+                                             if k != oq.HALF_STEP])})
 chapter.glue_text({"ch6_b4": f"**{b4.verdict.capitalize()}.** {b4.finding}"})
 
 # %% [markdown]
 # B4's answer is in the summary box. What this implies for cheaper inference: where fewer iterations already match the
-# accuracy of 50, their time ratio above says what a forward pass with that many costs
-# against 50 with the weights as trained (a ratio above 1 means no saving); the top-right
+# accuracy of {glue:text}`ch6_full`, their time ratio above says what a forward pass with that many costs
+# against {glue:text}`ch6_full` with the weights as trained (a ratio above 1 means no saving); the top-right
 # panel shows how far from doubly stochastic the attention then is. Because the
-# "50 iterations" of this implementation stop early once a matrix has converged (see the
+# "{glue:text}`ch6_full` iterations" of this implementation stop early once a matrix has converged (see the
 # appendix), fewer iterations need not be faster, and the times are this run's device's,
 # measured on a shared machine. Operators that replace the iteration altogether are beyond
 # this book, which measures only its own implementation.

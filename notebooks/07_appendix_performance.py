@@ -65,7 +65,8 @@ from rankcollapse.timing import (EXACTNESS_HEADERS, REFERENCE, TABLE_HEADERS, ex
 
 torch.manual_seed(seed)
 sizes = settings.appendix
-table = sinkhorn_table(chapter.device, sizes.shape, repeats=sizes.repeats)
+table = sinkhorn_table(chapter.device, sizes.shape, repeats=sizes.repeats,
+                       n_iter=settings.n_iter)
 rows = table.set_index("implementation")
 ours, softmax = rows.loc["rankcollapse.sinkhorn"], rows.loc["rankcollapse.softmax"]
 
@@ -107,7 +108,7 @@ table.drop(columns=["torch", "rankcollapse"]).rename(columns=TABLE_HEADERS).styl
 # others.
 
 # %%
-pd.DataFrame({s: exactness(chapter.device, sizes.shape, scale=s) for s in sizes.scales}).T.rename(
+pd.DataFrame({s: exactness(chapter.device, sizes.shape, settings.n_iter, scale=s) for s in sizes.scales}).T.rename(
     columns=EXACTNESS_HEADERS).rename_axis("logit scale").style.format(
     "{:.2g}", na_rep="–").format_index("{:g}")
 
@@ -124,7 +125,7 @@ pd.DataFrame({s: exactness(chapter.device, sizes.shape, scale=s) for s in sizes.
 
 # %%
 steps = train_step_table(list(sizes.step_shapes), chapter.device, repeats=sizes.step_repeats,
-                         seed=seed)
+                         n_iter=settings.n_iter, seed=seed)
 steps.drop(columns=["repeats"]).rename(columns={
     "softmax_ms": "softmax (ms)", "sinkhorn_ms": "Sinkhorn (ms)", "ratio": "Sinkhorn / softmax"}
 ).style.format({"softmax (ms)": "{:.1f}", "Sinkhorn (ms)": "{:.1f}",

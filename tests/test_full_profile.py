@@ -22,12 +22,13 @@ def test_full_profile_model_trains_and_is_analysed(role, tmp_path):
     data, test = tasks.synthetic_data(task, 8, seed=0), tasks.synthetic_data(task, 4, seed=1)
     models = {}
     for name in ("softmax", "sinkhorn"):
-        result = train(tasks.train_config(task, data, name, seed=0), data, test, tmp_path, "cpu",
+        result = train(tasks.train_config(task, data, name, seed=0,
+                                          n_iter=FULL.n_iter), data, test, tmp_path, "cpu",
                        quiet=True)
         assert result.steps == 2 and all(torch.isfinite(torch.tensor(result.losses)))
         models[(name, 0)] = result.model
     analysis = tm.analyse({role: models}, {role: test}, n_eval=4, n_paths=3, seed=0,
-                          path_variants=("full model",))
+                          n_iter=FULL.n_iter, path_variants=("full model",))
     hidden, paths = analysis.hidden, analysis.paths
     assert hidden.layer.max() == 24 and hidden.residual.notna().all()
     assert set(paths.depth) == set(range(1, 25))

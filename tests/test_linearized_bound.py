@@ -17,6 +17,8 @@ from rankcollapse.experiments.linearized_bound import (bound_check, claims, dept
 from rankcollapse.stats import loglog_slope
 from rankcollapse.theory import random_head
 
+N_ITER = 50  # the paper's iteration count
+
 
 def small_case(seed=2, n=10, d=8):
     gen = torch.Generator().manual_seed(seed)
@@ -29,20 +31,21 @@ def small_case(seed=2, n=10, d=8):
 def test_experiment_tables_agree_with_the_theory_in_the_small_logit_regime():
     gen, head, x0, z = small_case()
     d = 8
-    t = one_layer_table(x0, z, [1e-3, 1e-2], head)
+    t = one_layer_table(x0, z, [1e-3, 1e-2], head, n_iter=N_ITER)
     assert ((t.output_residual / t.predicted - 1).abs() < 1e-2).all()
     assert (t.output_residual <= t.bound).all()
-    stack = depth_table(x0 + 0.05 * z, [random_head(d, 4, 1.0, gen) for _ in range(2)])
+    stack = depth_table(x0 + 0.05 * z, [random_head(d, 4, 1.0, gen) for _ in range(2)],
+                        n_iter=N_ITER)
     above_rounding = stack[stack.log10_residual > -12]
     assert (above_rounding.log10_residual <= above_rounding.log10_bound).all()
-    errs = linearization_errors(torch.randn(6, 6, dtype=torch.float64), [1e-3, 1e-2])
+    errs = linearization_errors(torch.randn(6, 6, dtype=torch.float64), [1e-3, 1e-2], N_ITER)
     for _, g in errs.groupby("normalization"):
         assert loglog_slope(g.eps, g.error) == pytest.approx(2.0, abs=0.05)
 
 
 def test_cubic_slopes_constants_and_gap_on_a_real_layer():
     _, head, x0, z = small_case()
-    layer = one_layer_table(x0, z, np.logspace(-3, -2, 5), head)
+    layer = one_layer_table(x0, z, np.logspace(-3, -2, 5), head, n_iter=N_ITER)
     cubic = slopes(layer, "input_residual", "output_residual")
     assert cubic["softmax"] == pytest.approx(3, abs=0.05)
     assert cubic["sinkhorn"] == pytest.approx(3, abs=0.05)
@@ -63,7 +66,7 @@ def test_regime_edge_is_the_first_norm_off_by_more_than_the_tolerance():
 
 def test_regime_sweep_uses_the_one_logit_scale():
     gen, _, x0, z = small_case()
-    sweep = regime_sweep(x0, z, [0.09, 9.0], [0.1], 8, 4, gen)
+    sweep = regime_sweep(x0, z, [0.09, 9.0], [0.1], 8, 4, gen, N_ITER)
     small, large = sweep.groupby("logit_std")["logit_norm"].mean()
     assert large > 50 * small  # logit norms scale like the logit standard deviation
     np.testing.assert_allclose(sweep.ratio, sweep.output_residual / sweep.predicted)

@@ -11,6 +11,8 @@ from rankcollapse import precise
 from rankcollapse.experiments.linearized_bound import bound_check, depth_table, digit_growth
 from rankcollapse.theory import random_head
 
+N_ITER = 50  # the paper's iteration count
+
 
 def case(seed=3, n=6, d=6, depth=4):
     gen = torch.Generator().manual_seed(seed)
@@ -22,8 +24,8 @@ def case(seed=3, n=6, d=6, depth=4):
 
 def test_high_precision_follows_the_residual_far_below_float64():
     x0, z, heads = case()
-    table = precise.stack_table(x0, z, [0.1], heads, digits=200)
-    plain = depth_table(x0 + 0.1 * z, heads)
+    table = precise.stack_table(x0, z, [0.1], heads, digits=200, n_iter=N_ITER)
+    plain = depth_table(x0 + 0.1 * z, heads, n_iter=N_ITER)
     index = ["normalization", "layer"]
     top = table[table.layer <= 1].set_index(index)["log10_residual"]
     np.testing.assert_allclose(top, plain[plain.layer <= 1].set_index(index)["log10_residual"],
@@ -35,8 +37,8 @@ def test_high_precision_follows_the_residual_far_below_float64():
 
 def test_more_digits_change_nothing_above_the_lower_precisions_floor():
     x0, z, heads = case(seed=5, depth=4)
-    low = precise.depth_table(x0 + 0.3 * z, heads, digits=120)
-    high = precise.depth_table(x0 + 0.3 * z, heads, digits=300)
+    low = precise.depth_table(x0 + 0.3 * z, heads, digits=120, n_iter=N_ITER)
+    high = precise.depth_table(x0 + 0.3 * z, heads, digits=300, n_iter=N_ITER)
     exact = low["log10_residual"] > -100  # above the 120-digit floor
     assert exact.sum() >= 6
     np.testing.assert_allclose(low.loc[exact, "log10_residual"],
@@ -47,7 +49,8 @@ def test_more_digits_change_nothing_above_the_lower_precisions_floor():
 
 def test_relative_residual_divides_by_the_layers_own_size():
     x0, z, heads = case(depth=1)
-    table = precise.depth_table(x0 + 0.1 * z, heads, digits=40, normalizations=("softmax",))
+    table = precise.depth_table(x0 + 0.1 * z, heads, digits=40, normalizations=("softmax",),
+                                n_iter=None)
     first = table.iloc[0]
     whole = float(torch.linalg.matrix_norm(x0 + 0.1 * z, 2))
     assert first.log10_relative == pytest.approx(first.log10_residual - np.log10(whole))
@@ -56,7 +59,9 @@ def test_relative_residual_divides_by_the_layers_own_size():
 def test_too_few_digits_are_refused():
     x0, z, heads = case(depth=1)
     with pytest.raises(ValueError, match="digits"):
-        precise.depth_table(x0, heads, digits=10)
+        precise.depth_table(x0, heads, digits=10, n_iter=N_ITER)
+    with pytest.raises(ValueError, match="n_iter"):  # Sinkhorn without its iteration count
+        precise.depth_table(x0, heads, digits=40, n_iter=None)
 
 
 def test_floor_values_do_not_enter_the_growth():

@@ -218,7 +218,7 @@ def rank_and_entropy(residuals: pd.DataFrame, entropy: pd.DataFrame, log_n: floa
 # ----------------------------------------------------------------------------- chapter 2
 
 
-def convergence_figure(curves: pd.DataFrame, n_iter: int = 50):
+def convergence_figure(curves: pd.DataFrame, n_iter: int):
     """Marginal errors against half-steps (left) and full iterations (right, row error),
     one line per logit scale; dashed lines at `n_iter` full iterations."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(WIDTH, 3.6), sharey=True)

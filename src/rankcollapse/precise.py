@@ -57,12 +57,15 @@ def _log10(value, mp) -> float:
 
 
 def depth_table(x: torch.Tensor, heads: list[HeadWeights], digits: int = 400,
-                normalizations=NORMALIZATIONS, n_iter: int = 50) -> pd.DataFrame:
+                normalizations=NORMALIZATIONS, *, n_iter: int | None) -> pd.DataFrame:
     """A pure attention stack (one head per layer, no skip, FFN or LayerNorm) computed with
     `digits` significant digits: one row per (normalization, layer) with log10 of the spectral
     norm of the residual (`log10_residual`), of the residual relative to the spectral norm of
     the layer (`log10_relative`), and of the first-order L-layer bound (`log10_bound`).
-    Values below about 10^-(digits - 20) are rounding at this precision."""
+    Values below about 10^-(digits - 20) are rounding at this precision. `n_iter`: full
+    Sinkhorn iterations; None only where `normalizations` leave Sinkhorn out."""
+    if n_iter is None and "sinkhorn" in normalizations:
+        raise ValueError("a Sinkhorn stack needs its iteration count: pass n_iter")
     if digits < 20:
         raise ValueError(f"digits must be at least 20 (float64 has 16), got {digits}")
     mp = _context(digits)
@@ -91,7 +94,7 @@ def depth_table(x: torch.Tensor, heads: list[HeadWeights], digits: int = 400,
 
 def stack_table(x0: torch.Tensor, z: torch.Tensor, starts, heads: list[HeadWeights],
                 digits: int = 400, normalizations=NORMALIZATIONS,
-                n_iter: int = 50) -> pd.DataFrame:
+                *, n_iter: int) -> pd.DataFrame:
     """`depth_table` for inputs x0 + s z, one block of rows per start size s (column start)."""
-    return pd.concat([depth_table(x0 + s * z, heads, digits, normalizations, n_iter)
+    return pd.concat([depth_table(x0 + s * z, heads, digits, normalizations, n_iter=n_iter)
                       .assign(start=s) for s in starts], ignore_index=True)

@@ -56,7 +56,7 @@ def synthetic_data(task: Task, n: int, seed: int = 0) -> Dataset:
 
 
 def train_config(task: Task, data: Dataset, normalization: str, seed: int,
-                 n_iter: int = 50, switches: Switches | None = None) -> TrainConfig:
+                 n_iter: int, switches: Switches | None = None) -> TrainConfig:
     """The `TrainConfig` of one model of `task` (the model shape follows the data), trained
     complete or, with `switches`, with parts of every block switched off during training."""
     encoder = EncoderConfig(d_model=task.d_model, n_heads=task.n_heads, depth=task.depth,

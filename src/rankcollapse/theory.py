@@ -110,6 +110,6 @@ def head_logits(x: torch.Tensor, head: HeadWeights) -> torch.Tensor:
 
 
 def attention_layer(x: torch.Tensor, head: HeadWeights, normalization: str,
-                    n_iter: int = 50) -> torch.Tensor:
+                    n_iter: int) -> torch.Tensor:
     """One pure attention layer (no skip, FFN or LayerNorm): P X W_v, P = normalize(logits)."""
     return normalize(head_logits(x, head), normalization, n_iter) @ x @ head.w_v

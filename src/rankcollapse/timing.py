@@ -100,7 +100,7 @@ def matvec_table(ns: list[int], batch: int, repeats: int, device: torch.device
 
 
 def sinkhorn_table(device: torch.device, shape: tuple[int, ...], repeats: int,
-                   n_iter: int = 50, scale: float = 2.0) -> pd.DataFrame:
+                   n_iter: int, scale: float = 2.0) -> pd.DataFrame:
     """The benchmark's table: our Sinkhorn, the log-domain reference and softmax on random
     float32 logits of `shape` (entries N(0, scale^2)): median time, speed-up against the
     reference (median of interleaved ratios), max abs error against the reference, and the
@@ -137,7 +137,7 @@ EXACTNESS_HEADERS = {
     "converged_share": "share converged (of those checked)"}
 
 
-def exactness(device: torch.device, shape: tuple[int, ...], n_iter: int = 50,
+def exactness(device: torch.device, shape: tuple[int, ...], n_iter: int,
               scale: float = 2.0, grad_matrices: int = 16, seed: int = 0) -> dict[str, float]:
     """How far early stopping takes `sinkhorn` from exactly `n_iter` iterations, on random
     float32 logits of `shape` (entries N(0, scale^2)): the largest absolute difference of
@@ -228,7 +228,7 @@ WEIGHTS = {"default initialisation": None, "logit scale 1": 1.0}
 
 
 def train_step_table(shapes: list[str], device: torch.device, repeats: int = 10,
-                     n_iter: int = 50, seed: int = 0, weights=tuple(WEIGHTS)) -> pd.DataFrame:
+                     *, n_iter: int, seed: int = 0, weights=tuple(WEIGHTS)) -> pd.DataFrame:
     """Sinkhorn against softmax for the same ViT (`TRAIN_SHAPES`) with the given `weights`
     (`WEIGHTS`), per phase of a training step: median times and the median over interleaved
     rounds of the per-round ratio Sinkhorn / softmax (each round runs every phase of both
@@ -274,7 +274,7 @@ def training_estimate(profile, device: torch.device, steps: int = 5, seed: int =
                  data.y.to(device))
         for name in ("softmax", "sinkhorn"):
             torch.manual_seed(seed)
-            model = build_model(train_config(task, data, name, seed).model).to(device).train()
+            model = build_model(train_config(task, data, name, seed, profile.n_iter).model).to(device).train()
             optimizer = torch.optim.AdamW(model.parameters(), lr=task.lr)
             step = lambda: optimizer_step(model, optimizer, batch, task.lr)  # noqa: E731
             step()

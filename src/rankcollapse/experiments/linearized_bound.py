@@ -29,7 +29,7 @@ def _spectral(m: torch.Tensor) -> float:
 
 
 def one_layer_table(x0: torch.Tensor, direction: torch.Tensor, scales, head: HeadWeights,
-                    normalizations=NORMALIZATIONS, n_iter: int = 50) -> pd.DataFrame:
+                    normalizations=NORMALIZATIONS, *, n_iter: int) -> pd.DataFrame:
     """Inputs X = x0 + s * direction for each scale s; per normalization, the spectral norms
     of the input residual, the true output residual, the first-order prediction and the
     bound c ||res(X)||^3, and the spectral norm of the centred logits C A C (the part of the
@@ -50,7 +50,7 @@ def one_layer_table(x0: torch.Tensor, direction: torch.Tensor, scales, head: Hea
 
 
 def depth_table(x: torch.Tensor, heads: list[HeadWeights],
-                normalizations=NORMALIZATIONS, n_iter: int = 50) -> pd.DataFrame:
+                normalizations=NORMALIZATIONS, *, n_iter: int) -> pd.DataFrame:
     """Pure attention stack, one head per layer: measured log10 ||res(X_l)||_2 per layer and
     the first-order L-layer bound log10 of prod c_l^(3^(L-l)) ||res(X_0)||^(3^L)."""
     spec = _spectral
@@ -69,7 +69,7 @@ def depth_table(x: torch.Tensor, heads: list[HeadWeights],
     return pd.DataFrame(rows)
 
 
-def linearization_errors(a: torch.Tensor, eps_values, n_iter: int = 50) -> pd.DataFrame:
+def linearization_errors(a: torch.Tensor, eps_values, n_iter: int) -> pd.DataFrame:
     """Frobenius error of each first-order expansion against the real operator at logits
     eps * a, for each eps: columns eps, normalization, error."""
     exact = {"softmax": lambda m: normalize(m, "softmax"),
@@ -117,7 +117,7 @@ def measured_constants(layer: pd.DataFrame) -> dict[str, float]:
 
 
 def stack_table(x0: torch.Tensor, z: torch.Tensor, starts, heads: list[HeadWeights],
-                n_iter: int = 50) -> pd.DataFrame:
+                n_iter: int) -> pd.DataFrame:
     """`depth_table` for inputs x0 + s z, one block of rows per start size s (column start)."""
     return pd.concat([depth_table(x0 + s * z, heads, n_iter=n_iter).assign(start=s)
                       for s in starts], ignore_index=True)
@@ -145,7 +145,7 @@ def bound_check(stacks: pd.DataFrame, floor_log10: float = -13.0
 
 
 def regime_sweep(x0: torch.Tensor, z: torch.Tensor, logit_stds, scales, d: int, d_qk: int,
-                 generator: torch.Generator, n_iter: int = 50) -> pd.DataFrame:
+                 generator: torch.Generator, n_iter: int) -> pd.DataFrame:
     """`one_layer_table` for one random head per logit scale (column logit_std), with the
     ratio measured / first-order formula and the looseness bound / measured."""
     rows = [one_layer_table(x0, z, scales, random_head(d, d_qk, s, generator), n_iter=n_iter)

@@ -500,7 +500,7 @@ def iteration_claim(sweep: pd.DataFrame, titles: dict[str, str], profile: Profil
 
 
 def random_lipschitz(d_model: int, n_heads: int, scales, sizes, draws: int, seed: int,
-                     n_iter: int = 50) -> pd.DataFrame:
+                     n_iter: int) -> pd.DataFrame:
     """Local Lipschitz constant of one random attention layer (Gaussian weights with logit
     scale s, `models.init_random_`) at a random input of n unit-variance tokens, softmax
     and Sinkhorn on the same weights and input; `draws` independent (weights, input) draws
@@ -532,7 +532,7 @@ def check_tokens(d_model: int, n: int) -> int:
     return max(2, min(n, CHECK_ENTRIES // d_model))
 
 
-def power_iteration_check(d_model: int, n_heads: int, n: int, seed: int, n_iter: int = 50,
+def power_iteration_check(d_model: int, n_heads: int, n: int, seed: int, n_iter: int,
                           logit_std: float = 1.0) -> pd.DataFrame:
     """The chapter's power iteration (`POWER`) against the whole Jacobian's largest singular
     value, for one random layer of each normalization: columns power iteration, whole

@@ -105,7 +105,7 @@ def pooled_paths(settings: dict[str, PoolMaker], n_pools: int, depths, n_paths: 
 
 
 def random_pool(n_layers: int, batch: int, n_heads: int, n: int, scale,
-                rho: float = 0.0, identity: bool = False, n_iter: int = 50) -> PoolMaker:
+                rho: float = 0.0, identity: bool = False, *, n_iter: int) -> PoolMaker:
     """Pools of random logits normalized both ways (the same logits for both); with
     `identity`, the same random half of the layers is replaced by the identity after
     normalization (the identity is not the normalization of any finite logits)."""
@@ -121,7 +121,7 @@ def random_pool(n_layers: int, batch: int, n_heads: int, n: int, scale,
 
 
 def network_pool(d_model: int, n_heads: int, n_layers: int, batch: int, n: int, skip: bool,
-                 logit_std: float, n_iter: int = 50, device: torch.device | str = "cpu"
+                 logit_std: float, n_iter: int, device: torch.device | str = "cpu"
                  ) -> PoolMaker:
     """Pools of attention recorded in a random-weight network (no FFN; with skips also
     pre-LayerNorm, as in a real block) on random inputs, computed in float64: one network
@@ -183,7 +183,7 @@ def sweep_depths(n_layers: int) -> tuple[int, ...]:
 
 
 def control_sweep(n_layers: int, batch: int, n_heads: int, sizes, scales, depths,
-                  n_pools: int, n_paths: int, seed: int, n_iter: int = 50) -> pd.DataFrame:
+                  n_pools: int, n_paths: int, seed: int, n_iter: int) -> pd.DataFrame:
     """The control (independent logits) for every token count n in `sizes` and logit scale
     in `scales`: `advantage` per (n, logit_std, depth) over `n_pools` independent pools,
     columns n, logit_std, depth, ratio, low, high, units, excluded, verdict."""
@@ -204,7 +204,7 @@ def correlation_label(rho: float) -> str:
 
 
 def correlated_test(n_layers: int, batch: int, n_heads: int, n: int, rhos, n_pools: int,
-                    depths, n_paths: int, seed: int, n_iter: int = 50) -> pd.DataFrame:
+                    depths, n_paths: int, seed: int, n_iter: int) -> pd.DataFrame:
     """Test (a): `advantage` of random logits (scale 1) with each correlation in `rhos`
     between consecutive layers, per (rho, depth); columns as `advantage` and rho."""
     rho_of = {correlation_label(r): r for r in rhos}
@@ -230,7 +230,7 @@ def correlated_sentence(adv: pd.DataFrame) -> str:
 
 
 def hidden_state_stacks(d_model: int, n_heads: int, n_layers: int, n_samples: int, n: int,
-                        scales, networks: int, seed: int, n_iter: int = 50,
+                        scales, networks: int, seed: int, n_iter: int,
                         device: torch.device | str = "cpu", layernorm: bool = True
                         ) -> pd.DataFrame:
     """The direct test of the hypothesis in random networks: the relative residual of the
@@ -311,7 +311,7 @@ class ChainTest:
 
 
 def chain_test(d_model: int, n_heads: int, n_layers: int, batch: int, n: int, n_pools: int,
-               depths, n_paths: int, seed: int, n_iter: int = 50,
+               depths, n_paths: int, seed: int, n_iter: int,
                device: torch.device | str = "cpu", scales=NETWORK_SCALES) -> ChainTest:
     """Test (b) (`ChainTest`): `network_pool` without and with skips at each logit scale in
     `scales`, and `random_pool` at each, every setting over `n_pools` pools."""

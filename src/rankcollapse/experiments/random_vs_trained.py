@@ -35,7 +35,7 @@ def measured_scales(attention: pd.DataFrame) -> dict[tuple[str, str], np.ndarray
 
 def random_products(shapes: dict[str, tuple[int, int, int]],
                     scales: dict[tuple[str, str], np.ndarray], n_pools: int, n_paths: int,
-                    seed: int, batch: int = 8, n_iter: int = 50) -> pd.DataFrame:
+                    seed: int, batch: int = 8, *, n_iter: int) -> pd.DataFrame:
     """Rank-1 residual of random attention products (`random_matrix_control.pooled_paths`)
     for each task's (layers, heads, tokens), at every depth, one set of pools per (task,
     normalization) at that model's measured logit scales; columns task, normalization."""

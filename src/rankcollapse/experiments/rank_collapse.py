@@ -127,7 +127,8 @@ def precise_collapse(scales, n_tokens: int, d_model: int, depth: int, draws: int
             gen = torch.Generator().manual_seed(seed + 7919 * index + 104729 * (draw + 1))
             x = torch.randn(n_tokens, d_model, generator=gen, dtype=torch.float64)
             heads = [random_head(d_model, d_model, scale, gen) for _ in range(depth)]
-            table = precise.depth_table(x, heads, digits, normalizations=("softmax",))
+            table = precise.depth_table(x, heads, digits, normalizations=("softmax",),
+                                        n_iter=None)
             frames.append(table[["layer", "log10_relative"]].assign(logit_std=scale, draw=draw))
     return pd.concat(frames, ignore_index=True)
 

@@ -554,7 +554,7 @@ class Analysis:
 
 
 def analyse(models: dict[str, dict[tuple[str, int], Classifier]], tests: dict[str, Dataset],
-            n_eval: int, n_paths: int, seed: int, n_iter: int = 50,
+            n_eval: int, n_paths: int, seed: int, n_iter: int,
             path_variants=("full model", "without skip"), jobs: int = 1) -> Analysis:
     """Every measurement for every task -> {(normalization, training seed) -> model}, each
     model and variant run once on the first `n_eval` test inputs, in float64 (a copy of the
