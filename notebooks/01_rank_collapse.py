@@ -43,6 +43,7 @@ from rankcollapse import plots
 from rankcollapse.stats import significant
 from rankcollapse.experiments import rank_collapse as rc
 from rankcollapse.measures import composite_norm, relative_residual, residual, rounding_floor
+from rankcollapse.precise import floor_log10
 
 floor = rounding_floor(torch.float64)  # residuals at or below it are rounding, not collapse
 sizes = dict(n_samples=settings.n_samples, n_tokens=settings.n_tokens,
@@ -136,7 +137,7 @@ chapter.show(fig, "fig-pure-collapse", pure_summary)
 stack = settings.collapse_precise
 precise = rc.precise_collapse(settings.collapse_scales, stack.n_tokens, stack.n_tokens,
                               stack.depth, settings.weight_draws, seed, stack.digits)
-lost = rc.precise_digits_lost(precise, floor_log10=-(stack.digits - 20))
+lost = rc.precise_digits_lost(precise, floor_log10=floor_log10(stack.digits))
 fit = rc.growth_window(lost)
 growth, points = rc.growth_factors(fit), rc.fit_points(fit)
 

@@ -170,7 +170,7 @@ chapter.show(fig, "fig-cubic", layer)
 stack = settings.bound_precise
 heads = [random_head(d, d_qk, logit_std=1.0, generator=gen) for _ in range(stack.depth)]
 stacks = lb.stack_table(x0, z, settings.stack_starts, heads, n_iter=settings.n_iter)
-small_n, floor_log10 = stack.n_tokens, -(stack.digits - 20)
+small_n, floor_log10 = stack.n_tokens, hp.floor_log10(stack.digits)
 small = [random_head(small_n, small_n // 2, logit_std=1.0, generator=gen)
          for _ in range(stack.depth)]
 x_small = torch.randn(1, small_n, generator=gen, dtype=torch.float64).expand(small_n, small_n)

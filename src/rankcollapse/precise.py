@@ -20,6 +20,16 @@ from .measures import residual
 from .normalizations import NORMALIZATIONS
 from .theory import HeadWeights, depth_bound_log
 
+# The digits a computation with `digits` significant digits loses to its own rounding over a
+# stack's few dozen operations: what it resolves goes down to about 10^-(digits - GUARD_DIGITS).
+GUARD_DIGITS = 20
+
+
+def floor_log10(digits: int) -> float:
+    """log10 of the smallest residual a `digits`-digit stack resolves (`depth_table`): values
+    below are its rounding, as values below about 1e-16 are float64's."""
+    return -(digits - GUARD_DIGITS)
+
 
 def _context(digits: int):
     mp = mpmath.mp.clone()
@@ -62,12 +72,12 @@ def depth_table(x: torch.Tensor, heads: list[HeadWeights], digits: int = 400,
     `digits` significant digits: one row per (normalization, layer) with log10 of the spectral
     norm of the residual (`log10_residual`), of the residual relative to the spectral norm of
     the layer (`log10_relative`), and of the first-order L-layer bound (`log10_bound`).
-    Values below about 10^-(digits - 20) are rounding at this precision. `n_iter`: full
+    Values below 10^`floor_log10(digits)` are rounding at this precision. `n_iter`: full
     Sinkhorn iterations; None only where `normalizations` leave Sinkhorn out."""
     if n_iter is None and "sinkhorn" in normalizations:
         raise ValueError("a Sinkhorn stack needs its iteration count: pass n_iter")
-    if digits < 20:
-        raise ValueError(f"digits must be at least 20 (float64 has 16), got {digits}")
+    if digits < GUARD_DIGITS:
+        raise ValueError(f"digits must be at least {GUARD_DIGITS} (float64 has 16), got {digits}")
     mp = _context(digits)
     n = x.shape[-2]
     r0 = float(torch.linalg.matrix_norm(residual(x.double()), 2))
