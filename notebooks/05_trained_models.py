@@ -127,10 +127,11 @@ pd.DataFrame([{"task": names.TASKS[role], "dataset": train.source, "train / test
 # is the median over the test inputs, the comparison is over seeds. The two models of one
 # seed form a pair: they start from the same initial weights (the normalization has no
 # parameters) and see the training data in the same order. The interval is Student's $t$
-# interval of the mean log ratio over seeds, and with few seeds it is wide: *Sinkhorn keeps
-# more* then needs the seeds' model pairs to agree closely. Each claim is decided by one
-# registered test per task (listed with the claims ledger), whose intervals hold together
-# at {glue:text}`ch5_level:.0f`%; the layer-by-layer tables and figures are description. Training is cached by a hash of its configuration,
+# interval of the mean log ratio over seeds, and with few seeds it is wide: for a verdict of
+# *Sinkhorn keeps more*, the seeds' model pairs must then agree closely. Each claim is
+# decided by its registered tests, one per task (two for C4b, which compares the early
+# layers with the late ones in two ways), listed with the claims ledger; a claim's intervals
+# hold together at {glue:text}`ch5_level:.0f`%; the layer-by-layer tables and figures are description. Training is cached by a hash of its configuration,
 # data and code: re-executing this chapter reuses the trained models. The cell below also
 # trains the models chapter 6 uses (trained without FFN and skips, and at other depths), all
 # in one batch, so that the book's training ends once.
@@ -205,7 +206,7 @@ curves = tm.curve_table(results).merge(
 chapter.glue({"ch5_heldout": next(iter(next(iter(results.values())).values())).config.heldout})
 chapter.glue_text({"ch5_convergence": tm.convergence_sentence(convergence)})
 
-# %% mystnb={"figure": {"caption": "Learning curves of every trained model, one row per task: held-out loss (left, log scale) and held-out accuracy (right) on the first test inputs after each epoch, one thin line per training seed, softmax blue and Sinkhorn red. Dotted: chance; dashed: the linear baseline's test accuracy. Look at the last epochs: a loss curve that has flattened has plateaued, and an accuracy curve above the dashed line beats the linear model.", "name": "fig-learning-curves"}}
+# %% mystnb={"figure": {"caption": "Learning curves of every trained model, one row per task: held-out loss (left, log scale) and held-out accuracy (right) on the first test inputs (as many as the text says) after each epoch, one thin line per training seed, softmax blue and Sinkhorn red. Dotted: chance; dashed: the linear baseline's test accuracy. Look at the last epochs: a loss curve that has flattened has plateaued, and an accuracy curve above the dashed line beats the linear model.", "name": "fig-learning-curves"}}
 chapter.show(plots.learning_curves(curves, TITLES), "fig-learning-curves", curves)
 
 # %% [markdown]
@@ -373,6 +374,7 @@ chapter.show(plots.ratio_panels(random_adv.assign(setting=random_adv["normalizat
 # %%
 attention_claims = tm.trained_attention_claims(analysis.attention, TITLES, settings)
 
+# %% [markdown]
 # The logit scale is the quantity that decides whether the two normalizations can differ at
 # all (chapter 3: they agree to first order while it is small). One row per layer, one
 # column per task and normalization: the median over test inputs and seeds of the standard

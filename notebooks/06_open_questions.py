@@ -108,8 +108,10 @@ chapter.glue({"ch6_seeds": len(settings.scratch_seeds),
 # deviation over seeds; chance is {glue:text}`ch6_chance`. The residuals below are
 # measured on the first {glue:text}`ch6_n_eval` of them. A layer whose hidden states are
 # mostly at the float64 rounding floor is not drawn below and carries no comparison; the
-# deepest layer drawn is {glue:text}`ch6_deepest`. A model can still classify from the
-# first token's state, which the classifier's own LayerNorm rescales.
+# deepest layer drawn is {glue:text}`ch6_deepest`. A layer at the floor does not by itself
+# stop a model from classifying (the classifier reads the first token's state through its
+# own LayerNorm, which rescales it); whether these models learned at all is said in B1's
+# finding in the summary box, from the accuracies above.
 
 # %% mystnb={"figure": {"caption": "Relative residual of the hidden states against depth (log scale) in pure self-attention, with the blocks' LayerNorm (left) and without (right): models trained that way (solid) and complete models with the same parts switched off only at inference (dashed), softmax blue and Sinkhorn red. Geometric means over the test inputs of all seeds and one standard deviation of $\\log_{10} r$ (the verdicts compare the seeds' medians instead); dotted, where a panel comes near it: the float64 rounding floor (a layer mostly at the floor is not drawn). Where the red curve lies above the blue one of the same style, Sinkhorn keeps more rank; the gap between solid and dashed curves is what training the pure network changes.", "name": "fig-scratch-residual"}}
 panel = scratch_residuals["task"].map(TITLES) + ", " + scratch_residuals["variant"]
@@ -145,8 +147,10 @@ chapter.glue_text({"ch6_b1": f"**{b1.verdict.capitalize()}.** {b1.finding}"})
 # matrices and break the correlation across layers. The same layers and heads are sampled in every mode. The paper's
 # hypothesis predicts that Sinkhorn's advantage shrinks once the correlation is broken.
 # The test is registered for the image tasks only: a text input's padding mask would make its
-# products act on other tokens than a second input's (the retrieval task, whose inputs carry
-# a mask though all have the same length, is left out with the text tasks).
+# products act on other tokens than a second input's. The rule that registered this test
+# takes the tasks whose inputs carry no mask; the retrieval task's inputs carry one, though
+# all have the same length, so mixing its inputs would have been sound: it is left out by
+# that rule, not for a reason of its own, and C6d stays untested on it.
 
 # %%
 mech = measured.mechanism

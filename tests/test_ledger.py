@@ -353,6 +353,7 @@ def test_claim_blocks_written_out(tmp_path):
         "severe · **undecided** · shown in "
         "{doc}`chapters/06_six`", "",
         # 2 parts x 3 tasks of the test profile; power 40% < 80%: no verdict reachable
+        f"Computed on random weights, inputs and logits. "  # the data the rows stand on
         f"Intervals at 99.2% each (6 tests). Its rule on {RUNS} simulated repetitions of this "
         f"design finds the paper's result where it is false in {c4b['false_rate']:.1%}, the "
         f"opposite of the paper where there is no difference in {c4b['false_opposite']:.1%}; "

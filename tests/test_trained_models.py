@@ -363,9 +363,9 @@ def test_the_ledger_data_names_each_tasks_depth_width_and_examples():
              "b": Task("retrieval", depth=6, **small)}
     assert models_data(tasks, {"a": "A", "b": "B"}) == (
         "trained models: A, 24 layers of width 48 on the first 2,000 training examples; "
-        "B, 6 layers of width 48")
+        "B, 6 layers of width 48 on all its training examples")
     assert models_data(tasks, {"a": "A", "b": "B"}, ["b"]) == \
-        "trained models: B, 6 layers of width 48"
+        "trained models: B, 6 layers of width 48 on all its training examples"
     assert one_size(tasks, "depth") == "6 or 24" and one_size(tasks, "d_model") == "48"
 
 

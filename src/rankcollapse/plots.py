@@ -566,15 +566,15 @@ def trained_attention_figure(stats: pd.DataFrame, titles: dict[str, str]):
 
 
 def learning_curves(curves: pd.DataFrame, titles: dict[str, str]):
-    """Per task (columns): the held-out loss (top, log scale) and accuracy (bottom) after
+    """Per task (rows): the held-out loss (left, log scale) and accuracy (right) after
     every epoch, one thin line per training seed, softmax blue and Sinkhorn red; `curves`
     has columns task, normalization, seed, epoch, heldout_loss, heldout_accuracy and, for
     the dashed lines, chance and baseline (a value per task)."""
     tasks = [t for t in titles if t in set(curves["task"])]
     fig, axes = plt.subplots(len(tasks), 2, figsize=(WIDTH, 2.2 * len(tasks)), squeeze=False,
                              sharex="row")
-    for col, task in enumerate(tasks):  # a row per task: loss left, accuracy right
-        loss, accuracy = axes[col]
+    for row, task in enumerate(tasks):  # a row per task: loss left, accuracy right
+        loss, accuracy = axes[row]
         g = curves[curves["task"] == task]
         for (name, _), run in g.groupby(["normalization", "seed"], sort=False):
             style = dict(color=NORMALIZATION_COLORS[name], linewidth=1, alpha=0.7)
@@ -582,14 +582,14 @@ def learning_curves(curves: pd.DataFrame, titles: dict[str, str]):
             accuracy.plot(run["epoch"], run["heldout_accuracy"], **style)
         for key, style in (("chance", ":"), ("baseline", "--")):
             accuracy.axhline(g[key].iloc[0], color=OTHER_COLORS[5], linestyle=style,
-                             linewidth=1, label=LINE_LABELS[key] if col == 0 else None)
+                             linewidth=1, label=LINE_LABELS[key] if row == 0 else None)
         loss.set(yscale="log", ylabel="loss (nats)")
         log_ticks(loss)
         accuracy.set(ylim=(0, 1.02), ylabel="accuracy")
         loss.set_title(wrap_title(titles[task], WIDTH), fontsize="small", loc="left")
         for ax in (loss, accuracy):
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-            ax.set_xlabel("epoch" if col == len(tasks) - 1 else "")
+            ax.set_xlabel("epoch" if row == len(tasks) - 1 else "")  # the bottom row names it
     for name in NORMALIZATION_COLORS:
         axes[0, 1].plot([], [], color=NORMALIZATION_COLORS[name], label=display(name))
     fig.legend(*axes[0, 1].get_legend_handles_labels(), loc="outside lower center", ncol=4,

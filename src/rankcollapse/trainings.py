@@ -22,7 +22,9 @@ side than one after another.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
+import io
 import os
 import sys
 from concurrent.futures import as_completed
@@ -148,7 +150,12 @@ def missing(trainings: list[Training], cache_dir: str | Path | None = None) -> l
 
 
 def _train_one(training: Training, device: str, cache_dir: str | Path | None) -> str:
-    result = run(training, device, cache_dir, quiet=True)
+    """One training (in a worker, or in this process), silently: the epoch lines of
+    workers side by side would interleave, and a book's trainings would fill a chapter's
+    output with a thousand of them; `run_all`'s bar counts the finished models and names the
+    last with its test accuracy."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        result = run(training, device, cache_dir, quiet=True)
     depth = "" if training.depth is None else f" depth {training.depth}"
     return f"{training.task}{depth} {training.normalization} seed {training.seed}: " \
            f"{result.test_accuracy:.3f}"
@@ -169,7 +176,7 @@ def run_all(trainings: list[Training], jobs: int = 1, device: str = "auto",
     bar = tqdm(total=len(trainings), desc="trainings", disable=quiet)
     if jobs == 1:
         for training in trainings:
-            run(training, device, cache_dir, quiet=True)
+            bar.set_postfix_str(_train_one(training, device, cache_dir), refresh=False)
             bar.update(1)
         bar.close()
         return
@@ -177,7 +184,7 @@ def run_all(trainings: list[Training], jobs: int = 1, device: str = "auto",
         futures = [workers.submit(_train_one, t, device, cache_dir) for t in trainings]
         try:
             for done in as_completed(futures):
-                bar.set_postfix_str(done.result())
+                bar.set_postfix_str(done.result(), refresh=False)  # shown by the update
                 bar.update(1)
         except BaseException:
             for future in futures:

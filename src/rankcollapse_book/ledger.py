@@ -184,6 +184,7 @@ RULES_ANCHOR = "verdict-rules"
 FOREST = "fig-forest"
 HEADER = "**{id}** · {claim} · **{verdict}** · shown in {shown}"
 LEVEL_WORDS = "Intervals at {level}."
+DATA_WORDS = "Computed on {data}."  # the models (depth, width) and data a verdict stands on
 CALIBRATED = ("Its rule on {runs} simulated repetitions of this design finds the paper's "
               "result where it is false in {false_rate}{opposite}{best}.")
 OPPOSITE = ", the opposite of the paper where there is no difference in {rate}"
@@ -267,13 +268,15 @@ def _calibration_words(row: dict) -> list[str]:
 
 def claim_block(row: dict) -> list[str]:
     """One claim on the page: its anchor, a header line (id, claim, verdict, where shown),
-    the level of its intervals and its rule's calibration, then a table of its tests."""
+    what it was computed on (the models' depth and width, the data), the level of its
+    intervals and its rule's calibration, then a table of its tests."""
     shown = outcomes.shown_results(row["id"], row["results"])
     lines = [f"({ANCHOR.format(id=row['id'].lower())})=",
              HEADER.format(id=row["id"], claim=row["claim"], verdict=row["verdict"],
                            shown=_shown(row)), ""]
-    said = ([LEVEL_WORDS.format(level=registry.family_level_words(row["family"]))]
-            if row["family"] and any(map(outcomes.is_test, shown)) else [])
+    said = [DATA_WORDS.format(data=row["data"])] if row.get("data") else []
+    said += ([LEVEL_WORDS.format(level=registry.family_level_words(row["family"]))]
+             if row["family"] and any(map(outcomes.is_test, shown)) else [])
     said += _calibration_words(row)
     if not shown:
         said.append(" ".join(row["finding"].split()))

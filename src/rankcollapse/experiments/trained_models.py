@@ -77,11 +77,13 @@ def seed_counts(settings: Profile, titles: dict[str, str] = TASKS) -> str:
 def models_data(tasks: dict[str, Task], titles: dict[str, str], roles=None) -> str:
     """What a claim's trained models are, for the ledger's data column: 'trained models:
     MNIST digits (...), 24 layers of width 48 on the first 2,000 training examples; ...'
-    (`roles`: the tasks named, default all)."""
+    ('on all its training examples' where the task uses them all; `roles`: the tasks
+    named, default all)."""
     return "trained models: " + "; ".join(
         f"{titles[r]}, {tasks[r].depth} layers of width {tasks[r].d_model}"
         + (f" on the first {tasks[r].train_limit:,} training examples"
-           if tasks[r].train_limit else "") for r in (roles or tasks))
+           if tasks[r].train_limit else " on all its training examples")
+        for r in (roles or tasks))
 
 
 def complete_models(settings: Profile, device: str = "auto", cache_dir=None, quiet: bool = False

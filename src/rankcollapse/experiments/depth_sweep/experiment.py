@@ -179,7 +179,8 @@ def run(settings: Profile, device: str = "auto", cache_dir=None, quiet: bool = T
                      f"examples, models of {depths} layers of width {base.d_model} trained "
                      f"alike ({base.epochs} epochs, {len(sweep.seeds)} seeds per "
                      f"normalization); per doubling of depth: {said}.", figure=FIGURE,
-                     data=f"depth sweep: {title}")
+                     data=f"depth sweep: {title}, models of {depths} layers of width "
+                          f"{base.d_model} on the first {len(train_data):,} training examples")
     glue = {"ds_task": title, "ds_depths": depths, "ds_seeds": len(sweep.seeds),
             "ds_width": base.d_model, "ds_heads": base.n_heads, "ds_epochs": base.epochs,
             "ds_train": f"{len(train_data):,}", "ds_inputs": min(settings.n_eval, len(tests))}
