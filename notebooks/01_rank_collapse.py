@@ -39,10 +39,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from rankcollapse import plots
-from rankcollapse.stats import significant
+from rankcollapse import names, plots
 from rankcollapse.experiments import rank_collapse as rc
-from rankcollapse.measures import composite_norm, relative_residual, residual, rounding_floor
+from rankcollapse.measures import composite_norm, relative_residual, rounding_floor
 from rankcollapse.precise import floor_log10
 
 floor = rounding_floor(torch.float64)  # residuals at or below it are rounding, not collapse
@@ -73,11 +72,9 @@ sizes = dict(n_samples=settings.n_samples, n_tokens=settings.n_tokens,
 # nearly equal to the first:
 
 # %%
-x = torch.tensor([[1.0, 2.0, 0.0], [1.1, 2.0, 0.1], [0.9, 2.1, 0.0], [1.0, 1.9, -0.1]],
-                 dtype=torch.float64)
+x = rc.example_tokens()
 chapter.glue({"ch1_example_r": relative_residual(x), "ch1_example_norm": composite_norm(x)})
-pd.DataFrame({"token": range(4), "X": [row.tolist() for row in x],
-              "res(X)": [np.round(row.tolist(), 3) for row in residual(x)]})
+rc.example_table(x)
 
 # %% [markdown]
 # The tokens differ only in the first decimal, so the residual is small next to $X$:
@@ -103,7 +100,7 @@ pure_summary = rc.log_summary(pure, ["logit_std", "layer"], floor=floor)
 
 # %% tags=["remove-cell"]
 chapter.glue({"ch1_n_samples": settings.n_samples, "ch1_draws": settings.weight_draws,
-              "ch1_floor": significant(floor, 2)})
+              "ch1_floor": names.quoted(floor)})
 
 # %% mystnb={"figure": {"caption": "Relative residual $r(X_l)$ (composite norm, log scale) against depth in pure softmax self-attention with random weights, one line per logit scale. Lines: geometric mean over random inputs and weight draws; bands: one standard deviation of $\\log_{10} r$. The dotted line is the float64 rounding floor: values there enter the averages at the floor (censored), and a layer where most values are at the floor is not drawn. Look at how steeply each curve falls: a steeper fall at a larger logit scale means a faster collapse.", "name": "fig-pure-collapse"}}
 fig = plots.residual_bands(pure_summary, "logit_std", "logit scale {:g}", floor=floor,
@@ -145,7 +142,7 @@ growth, points = rc.growth_factors(fit), rc.fit_points(fit)
 chapter.glue({"ch1_growth_min": growth.min(), "ch1_growth_max": growth.max(),
               "ch1_fit_points": int(points.min()), "ch1_digits": stack.digits,
               "ch1_precise_n": stack.n_tokens, "ch1_precise_draws": settings.weight_draws,
-              "ch1_min_lost": rc.GROWTH_MIN_LOST, "ch1_min_lost_r": 10 ** -rc.GROWTH_MIN_LOST,
+              "ch1_min_lost": rc.GROWTH_MIN_LOST, "ch1_min_lost_r": rc.GROWTH_MIN_RESIDUAL,
               "ch1_float_layers": rc.layers_above_floor(pure_summary, floor=floor)})
 
 # %% mystnb={"figure": {"caption": "Digits lost, $-\\log_{10} r(X_l)$, on a log axis against depth, pure softmax self-attention with random weights computed with high-precision arithmetic (digits in the text). Markers: mean over independent draws of tokens and weights; bars: smallest to largest draw. Straight lines mean doubly exponential collapse; the grey dashed line grows by a factor 3 per layer, the cubic law's rate. Where the markers follow a straight line parallel to the grey one, the digits lost triple per layer.", "name": "fig-double-exp"}}
@@ -172,7 +169,7 @@ chapter.show(plots.digits_lost_figure(lost), "fig-double-exp", lost)
 variants = {"pure attention": {}, "+ skip": dict(skip=True), "+ FFN": dict(ffn=True),
             "+ LayerNorm": dict(layernorm=True), "+ skip + FFN": dict(skip=True, ffn=True),
             "full block": dict(skip=True, ffn=True, layernorm=True)}
-parts = rc.sweep([dict(normalization="softmax", logit_std=1.0, label=k, **v)
+parts = rc.sweep([dict(normalization="softmax", logit_std=settings.parts_scale, label=k, **v)
                   for k, v in variants.items()], **sizes)
 parts_summary = rc.log_summary(parts, ["label", "layer"], floor=floor)
 last = rc.final_residuals(parts_summary, settings.depth)
@@ -231,10 +228,7 @@ ln_table
 # tokens almost unchanged: entropy falls, rank survives.
 
 # %%
-pairs = [dict(normalization="softmax", logit_std=0.1, label="pure, logit scale 0.1"),
-         dict(normalization="softmax", logit_std=4.0, skip=True,
-              label="with skip, logit scale 4")]
-contrast = rc.sweep(pairs, **sizes)
+contrast = rc.sweep(rc.contrast_configs(*settings.contrast_scales), **sizes)
 entropy = rc.entropy_summary(contrast, ["label", "layer"])
 res_summary = rc.log_summary(contrast, ["label", "layer"], floor=floor)
 chapter.glue({"ch1_log_n": np.log(settings.n_tokens)})

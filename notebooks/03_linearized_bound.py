@@ -45,8 +45,7 @@ settings = chapter.settings
 import pandas as pd
 import torch
 
-from rankcollapse import plots
-from rankcollapse.stats import significant
+from rankcollapse import names, plots
 from rankcollapse import precise as hp
 from rankcollapse.experiments import linearized_bound as lb
 from rankcollapse.theory import random_head
@@ -81,8 +80,7 @@ chapter.glue({"ch3_slope_softmax": slopes["softmax"], "ch3_slope_sinkhorn": slop
               "ch3_lin_window": lb.LINEARIZATION_WINDOW, "ch3_cubic_window": lb.CUBIC_WINDOW})
 
 # %% mystnb={"figure": {"caption": "Frobenius error of the first-order expansions against the real operators for logits $\\varepsilon A$ ($A$ a random standard normal $n\\times n$ matrix, float64, Sinkhorn with 50 iterations), softmax blue and Sinkhorn red, log-log. The dashed line has slope 2. Markers parallel to the dashed line have an error of second order, as the expansion predicts.", "name": "fig-linearization"}}
-guide = pd.DataFrame({"x": eps, "y": lin["error"].min() * (eps / eps[0]) ** 2,
-                      "label": "slope 2", "style": "--"})
+guide = lb.order_guide(lin, "eps", "error", lb.LINEARIZATION_ORDER)
 fig = plots.loglog_points(lin, "eps", "error", guide=guide, xlabel="logit scale $\\varepsilon$",
                           ylabel="$\\|P(\\varepsilon A) - P_{\\mathrm{lin}}(\\varepsilon A)\\|_F$",
                           labels={k: f"{k} (slope {v:.2f} for ε ≤ {lb.LINEARIZATION_WINDOW:g})"
@@ -111,10 +109,8 @@ chapter.show(fig, "fig-linearization", lin)
 # $X = \mathbf 1 m^\top + s Z$: a common token $m$ plus a residual of size $s$.
 
 # %%
-head = random_head(d, d_qk, logit_std=1.0, generator=gen)
-x0 = torch.randn(1, d, generator=gen, dtype=torch.float64).expand(n, d)
-z = torch.randn(n, d, generator=gen, dtype=torch.float64)
-z = z - z.mean(0)
+head = random_head(d, d_qk, logit_std=settings.head_scale, generator=gen)
+x0, z = lb.shared_token_input(n, d, gen)
 layer = lb.one_layer_table(x0, z, settings.layer_scales.values, head, n_iter=settings.n_iter)
 cubic = lb.cubic_slopes(layer)
 measured = lb.measured_constants(layer)
@@ -168,21 +164,18 @@ chapter.show(fig, "fig-cubic", layer)
 
 # %%
 stack = settings.bound_precise
-heads = [random_head(d, d_qk, logit_std=1.0, generator=gen) for _ in range(stack.depth)]
-stacks = lb.stack_table(x0, z, settings.stack_starts, heads, n_iter=settings.n_iter)
-small_n, floor_log10 = stack.n_tokens, hp.floor_log10(stack.digits)
-small = [random_head(small_n, small_n // 2, logit_std=1.0, generator=gen)
+heads = [random_head(d, d_qk, logit_std=settings.head_scale, generator=gen)
          for _ in range(stack.depth)]
-x_small = torch.randn(1, small_n, generator=gen, dtype=torch.float64).expand(small_n, small_n)
-z_small = torch.randn(small_n, small_n, generator=gen, dtype=torch.float64)
-precise = hp.stack_table(x_small, z_small - z_small.mean(0), settings.bound_starts, small,
-                         stack.digits, n_iter=settings.n_iter)
+stacks = lb.stack_table(x0, z, settings.stack_starts, heads, n_iter=settings.n_iter)
+floor_log10 = hp.floor_log10(stack.digits)
+precise = lb.precise_stack(stack, settings.bound_starts, settings.head_scale, gen,
+                           n_iter=settings.n_iter)
 bound = lb.bound_check(precise, floor_log10=floor_log10)
 
 # %% tags=["remove-cell"]
-chapter.glue({"ch3_depth": stack.depth, "ch3_small_n": small_n, "ch3_digits": stack.digits,
+chapter.glue({"ch3_depth": stack.depth, "ch3_small_n": stack.n_tokens, "ch3_digits": stack.digits,
               "ch3_growth": lb.digit_growth(precise, floor_log10),
-              "ch3_float_deepest": lb.bound_check(stacks)[2]})
+              "ch3_float_deepest": lb.bound_check(stacks).deepest})
 chapter.glue_text({"ch3_bound_verdict": lb.bound_sentence(precise, floor_log10)})
 
 # %% mystnb={"figure": {"caption": "Pure attention stack of random heads, computed with high-precision arithmetic (digits in the text): measured spectral norm of the residual (softmax blue, hollow; Sinkhorn red) and the first-order $L$-layer bound (grey), log scale, one line style per starting residual size $s$. Where the coloured markers lie below the grey line of the same style, the bound holds at that layer.", "name": "fig-depth-bound"}}
@@ -212,22 +205,22 @@ sweep = lb.regime_sweep(x0, z, settings.regime_logit_stds, settings.regime_scale
                         d_qk, gen, n_iter=settings.n_iter)
 edges = lb.regime_edge(sweep)
 chapter.glue({"ch3_regime_stds": ", ".join(f"{s:g}" for s in settings.regime_logit_stds),
-              "ch3_tolerance": 100 * lb.REGIME_TOLERANCE,
-              "ch3_edge_softmax": significant(edges["softmax"][0], 2),
-              "ch3_edge_sinkhorn": significant(edges["sinkhorn"][0], 2),
-              "ch3_off_softmax": significant(edges["softmax"][1], 2),
-              "ch3_off_sinkhorn": significant(edges["sinkhorn"][1], 2),
+              "ch3_tolerance": lb.REGIME_TOLERANCE,
+              "ch3_edge_softmax": names.quoted(edges["softmax"].within),
+              "ch3_edge_sinkhorn": names.quoted(edges["sinkhorn"].within),
+              "ch3_off_softmax": names.quoted(edges["softmax"].off),
+              "ch3_off_sinkhorn": names.quoted(edges["sinkhorn"].off),
               "ch3_loose_min": sweep["looseness"].min(), "ch3_loose_max": sweep["looseness"].max()})
 
 # %% mystnb={"figure": {"caption": "Left: measured output residual divided by the first-order formula against the spectral norm of the centred logits, for three logit scales (markers) and many input residual sizes, softmax blue and Sinkhorn red; 1 means the formula is exact. Right: how loose the norm bound $c\\|R\\|^3$ is (bound / measured). Log axes. Points near 1 on the left mean the first-order formula is accurate there; the right shows how far above the measurement the bound sits.", "name": "fig-regime"}}
 chapter.show(plots.regime_figure(sweep), "fig-regime", sweep)
 
 # %% [markdown]
-# In this run the first-order formula stays within {glue:text}`ch3_tolerance:g`% of the
+# In this run the first-order formula stays within {glue:text}`ch3_tolerance:.0%` of the
 # measured residual at every
 # sampled centred-logit norm up to {glue:text}`ch3_edge_softmax` for softmax and
 # {glue:text}`ch3_edge_sinkhorn` for Sinkhorn, and is off by more than
-# {glue:text}`ch3_tolerance:g`% from
+# {glue:text}`ch3_tolerance:.0%` from
 # {glue:text}`ch3_off_softmax` and {glue:text}`ch3_off_sinkhorn` on
 # ({numref}`fig-regime`, left; between the two the norms were not sampled). (A spectral
 # norm of $n \times n$ logits counts about $n$ times the size of a typical entry.) Where

@@ -42,17 +42,17 @@ settings = chapter.settings
 from rankcollapse import plots
 from rankcollapse.experiments import random_matrix_control as rm
 from rankcollapse.registry import HIDDEN_SCALES
-from rankcollapse.stats import LEVEL, MARGIN, describe
+from rankcollapse.stats import describe
 
 layers, heads, n = settings.depth, settings.n_heads, settings.n_tokens
-batch, depths = settings.pool_batch, range(1, settings.depth + 1)
+batch, depths = settings.pool_batch, rm.path_depths(settings.depth)
 paths = dict(n_pools=settings.n_pools, depths=depths, n_paths=settings.paths_per_pool, seed=seed)
 
 # %% tags=["remove-cell"]
 chapter.glue({"ch4_layers": layers, "ch4_paths": settings.paths_per_pool, "ch4_heads": heads,
-              "ch4_batch": batch, "ch4_pools": settings.n_pools, "ch4_margin": 1 + MARGIN,
-              "ch4_margin_low": 1 / (1 + MARGIN),
-              "ch4_level": 100 * LEVEL, "ch4_iter": settings.n_iter,
+              "ch4_batch": batch, "ch4_pools": settings.n_pools, "ch4_margin": rm.PARITY_BAND[-1],
+              "ch4_margin_low": rm.PARITY_BAND[0],
+              "ch4_iter": settings.n_iter,
               "ch4_all_paths": settings.n_pools * settings.paths_per_pool})
 
 # %% [markdown]
@@ -96,8 +96,8 @@ chapter.glue({"ch4_layers": layers, "ch4_paths": settings.paths_per_pool, "ch4_h
 
 # %%
 control = rm.pooled_paths({
-    "independent": rm.random_pool(layers, batch, heads, n, 1.0, n_iter=settings.n_iter),
-    "independent, half identity": rm.random_pool(layers, batch, heads, n, 1.0, identity=True,
+    "independent": rm.random_pool(layers, batch, heads, n, settings.pool_scale, n_iter=settings.n_iter),
+    "independent, half identity": rm.random_pool(layers, batch, heads, n, settings.pool_scale, identity=True,
                                                  n_iter=settings.n_iter)}, **paths)
 advantage = rm.advantage(control)
 sentences = rm.verdicts(advantage)
@@ -116,7 +116,7 @@ chapter.show(plots.ratio_figure(advantage), "fig-control-ratio", advantage)
 
 # %%
 signal = rm.pooled_paths({"independent, signal order": rm.random_pool(
-    layers, batch, heads, n, 1.0, n_iter=settings.n_iter)}, order="signal", **paths)
+    layers, batch, heads, n, settings.pool_scale, n_iter=settings.n_iter)}, order="signal", **paths)
 sentences |= rm.verdicts(rm.advantage(signal))
 
 # %% tags=["remove-cell"]
@@ -216,8 +216,7 @@ chapter.glue_text({f"ch4_net{i}_verdict": v for i, v in enumerate(chain.verdicts
                   | {f"ch4_beyond_{s:g}": v for s, v in chain.beyond_verdicts.items()})
 
 # %% mystnb={"figure": {"caption": "Test (b): ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth, attention computed by random-weight networks (float64) with skip connections and LayerNorm, and without both (pure), at two logit scales, and for independent random matrices at the same two scales (the control); geometric mean over independent networks or pools with Student t intervals (simultaneous 95% over the depths of each curve); grey band: the parity margin. A network curve above its control's is what the chain adds. Depths where most networks' products are rank one to float64 precision for both normalizations give no interval and are not drawn: the pure networks, which collapse within a few layers, appear only where they give one. Where a curve and its band lie above the grey band, Sinkhorn keeps more rank at that depth.", "name": "fig-network-chains"}}
-chapter.show(plots.ratio_figure(chain_figure.dropna(subset=["low"]), chain.settings,
-                                figsize=(6.5, 3.8)),
+chapter.show(plots.ratio_figure(chain_figure.dropna(subset=["low"]), chain.settings),
              "fig-network-chains", chain_figure)
 
 # %% [markdown]

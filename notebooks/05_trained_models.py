@@ -54,7 +54,7 @@ from rankcollapse.experiments import random_vs_trained as rvt
 from rankcollapse.experiments import trained_models as tm
 from rankcollapse.experiments.rank_collapse import log_summary
 from rankcollapse import retrieval
-from rankcollapse.stats import LEVEL, significant
+from rankcollapse.stats import LEVEL
 
 tasks = settings.tasks
 
@@ -131,7 +131,7 @@ pd.DataFrame([{"task": names.TASKS[role], "dataset": train.source, "train / test
 # *Sinkhorn keeps more*, the seeds' model pairs must then agree closely. Each claim is
 # decided by its registered tests, one per task (two for C4b, which compares the early
 # layers with the late ones in two ways), listed with the claims ledger; a claim's intervals
-# hold together at {glue:text}`ch5_level:.0f`%; the layer-by-layer tables and figures are description. Training is cached by a hash of its configuration,
+# hold together at {glue:text}`ch5_level:.0%`; the layer-by-layer tables and figures are description. Training is cached by a hash of its configuration,
 # data and code: re-executing this chapter reuses the trained models. The cell below also
 # trains the models chapter 6 uses (trained without FFN and skips, and at other depths), all
 # in one batch, so that the book's training ends once.
@@ -238,8 +238,8 @@ relative = log_summary(analysis.hidden, by, value="relative", floor=FLOOR)
 outputs = log_summary(analysis.attention_output, by, floor=FLOOR)
 
 # %% tags=["remove-cell"]
-chapter.glue({"ch5_n_eval": settings.n_eval, "ch5_n_iter": settings.n_iter, "ch5_floor": significant(FLOOR, 2),
-              "ch5_level": 100 * LEVEL})
+chapter.glue({"ch5_n_eval": settings.n_eval, "ch5_n_iter": settings.n_iter, "ch5_floor": names.quoted(FLOOR),
+              "ch5_level": LEVEL})
 
 # %% mystnb={"figure": {"caption": "Relative residual of the hidden states against depth in the trained softmax (blue) and Sinkhorn (red) models, one row per task; left: the inference variants with skip connections (complete model solid, without FFN dashed), right: those without (without skip solid, pure attention dashed). Lines: geometric mean over test inputs and seeds; bands: one standard deviation of $\\log_{10} r$; each column on one scale, linear where it spans less than a decade; dotted, where a panel comes near it: the float64 rounding floor. Where the red band lies above the blue one, Sinkhorn keeps more rank; with skip connections the residual stays within a decade, without them it falls by many.", "name": "fig-trained-residual"}}
 chapter.show(plots.task_panels(summary, TITLES, "relative residual $r(X_l)$", floor=FLOOR,

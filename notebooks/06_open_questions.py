@@ -252,7 +252,7 @@ sweep = measured.iterations
                   "residual": "last-layer residual", "ms": "forward pass (ms)"})
  .style.format({"test accuracy": "{:.3f}", "marginal error": "{:.1e}",
                 "last-layer residual": "{:.3f}", "forward pass (ms)": "{:.1f}"})
- .format_index("{:g}", level=1))
+ .format_index("{:g}", level="iterations"))
 
 # %% mystnb={"figure": {"caption": "The Sinkhorn-trained models run with fewer Sinkhorn iterations at inference (horizontal, log scale; 0.5 is one half-step, i.e. softmax): test accuracy (top left), the attention's departure from doubly stochastic, the larger of its row and column errors (top right, log scale; dotted: $10^{-6}$) and time of one forward pass (bottom left), mean over seeds, one colour per task. Read each curve from the right: the number of iterations where accuracy starts to fall is how few inference can use.", "name": "fig-iterations"}}
 chapter.show(plots.iterations_figure(sweep, TITLES), "fig-iterations", sweep)
@@ -395,8 +395,8 @@ chapter.glue_text({"ch6_b5": f"**{b5.verdict.capitalize()}.** {b5.finding}",
 # %% tags=["remove-cell"]
 trained_on = tm.models_data(tasks, TITLES)
 chapter.glue_claims("ch6_claims", [
-    replace(b1, data=tm.models_data(tasks, TITLES, settings.scratch_tasks).replace(
-        "trained models", "models trained as pure attention", 1)),
+    replace(b1, data=tm.models_data(tasks, TITLES, settings.scratch_tasks,
+                                    what="models trained as pure attention")),
     replace(b3, data=trained_on), replace(b4, data=trained_on),
     replace(c10, data=trained_on + "; random weights and inputs"),
     replace(c6d, data=tm.models_data(tasks, TITLES, list(image_tasks))), b5],

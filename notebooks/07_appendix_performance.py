@@ -58,7 +58,6 @@ import pandas as pd
 import torch
 
 from rankcollapse import names
-from rankcollapse.stats import significant
 from rankcollapse.timing import (EXACTNESS_HEADERS, REFERENCE, TABLE_HEADERS, exactness,
                                 sinkhorn_table, train_step_table, trained_step_sentence,
                                 trained_step_table)
@@ -72,7 +71,7 @@ ours, softmax = rows.loc["rankcollapse.sinkhorn"], rows.loc["rankcollapse.softma
 
 # %% tags=["remove-cell"]
 chapter.glue({"app_speedup": ours["speedup_vs_reference"],
-              "app_error": significant(ours["max_abs_error_vs_reference"], 2),
+              "app_error": names.quoted(ours["max_abs_error_vs_reference"]),
               "app_memory": ours["saved_for_backward_MiB"] / softmax["saved_for_backward_MiB"],
               "app_reference_memory": rows.loc[REFERENCE, "saved_for_backward_MiB"]
               / ours["saved_for_backward_MiB"],

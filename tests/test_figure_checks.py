@@ -221,7 +221,7 @@ def figures():
                                            ylabel="rank-1 residual", floor=FLOOR),
         "ratio_figure": lambda: plots.ratio_figure(comparison(
             [f"{kind}, logit scale {s}" for kind in ("pure", "skip + LN", "independent")
-             for s in (1, 4)]), figsize=(6.5, 3.8)),
+             for s in (1, 4)])),
         "sweep_figure": lambda: plots.sweep_figure(pd.concat(
             [comparison([None], "logit_std", (0.5, 1, 2, 4), 0.5, 3, depth=k, n=n)
              for k in (2, 8) for n in (16, 64)])),

@@ -135,3 +135,35 @@ def test_gap_and_bound_sentences_follow_the_numbers():
                                          "4 (layer, start, normalization) points, layers 1 to 2.")
     assert lb.bound_sentence(stacks[stacks["normalization"] == "a"]).startswith("Yes, at all 2")
     assert lb.bound_sentence(stacks, floor_log10=0.0).startswith("No layer")
+
+
+def test_named_answers_of_the_regime_edge_and_the_bound_check():
+    sweep = pd.DataFrame({"normalization": ["softmax"] * 3, "logit_norm": [0.1, 0.5, 1.0],
+                          "ratio": [1.0, 1.05, 0.8]})
+    edge = regime_edge(sweep, tolerance=0.1)["softmax"]
+    assert (edge.within, edge.off) == (0.5, 1.0)
+    stacks = pd.DataFrame({"layer": [0, 1, 2], "log10_residual": [0, -3, -9],
+                           "log10_bound": [0, -2, -8]})
+    assert bound_check(stacks).deepest == 2 and bound_check(stacks).points == 2
+
+
+def test_order_guide_has_the_slope_asked_through_the_smallest_value():
+    table = pd.DataFrame({"eps": [0.1, 0.01, 1.0, 0.01], "error": [3e-3, 2e-5, 0.4, 5e-5]})
+    guide = lb.order_guide(table, "eps", "error", 2)
+    np.testing.assert_allclose(guide["x"], [0.01, 0.1, 1.0])
+    np.testing.assert_allclose(guide["y"], [2e-5, 2e-3, 2e-1])
+    assert set(guide["label"]) == {"slope 2"}
+    assert loglog_slope(guide["x"], guide["y"]) == pytest.approx(2)
+
+
+def test_shared_token_input_and_the_precise_stack():
+    x0, z = lb.shared_token_input(5, 3, torch.Generator().manual_seed(0))
+    assert x0.shape == z.shape == (5, 3) and x0.dtype == z.dtype == torch.float64
+    assert torch.equal(x0, x0[:1].expand(5, 3))  # one token repeated
+    assert float(z.mean(0).abs().max()) < 1e-15  # a centred direction
+    from rankcollapse.profiles import PreciseStack
+    stack = PreciseStack(depth=2, n_tokens=4, digits=60)
+    table = lb.precise_stack(stack, [0.1, 0.3], 1.0, torch.Generator().manual_seed(0), n_iter=5)
+    assert set(table["start"]) == {0.1, 0.3} and table["layer"].max() == 2
+    again = lb.precise_stack(stack, [0.1, 0.3], 1.0, torch.Generator().manual_seed(0), n_iter=5)
+    pd.testing.assert_frame_equal(table, again)  # the generator decides every draw

@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from rankcollapse.data import DATASETS
-from rankcollapse.names import DATASETS as DATASET_NAMES, dataset, readable
+from rankcollapse.names import DATASETS as DATASET_NAMES, dataset, quoted, readable
 
 
 def test_every_dataset_has_a_display_name():
@@ -26,3 +26,7 @@ def test_readable_renames_keys_in_columns_index_and_headers():
     indexed = readable(table.set_index(["task", "normalization"]), {"text": "text classification"})
     assert ("text classification", "softmax") in indexed.index
     assert table["normalization"].tolist() == ["sinkhorn", "softmax"]  # the input is unchanged
+
+
+def test_quoted_gives_two_significant_digits():
+    assert quoted(2.2204e-16) == "2.2×10⁻¹⁶" and quoted(0.0123) == "0.012" and quoted(1e-7) == "10⁻⁷"

@@ -216,3 +216,9 @@ def test_hidden_state_panels_keep_the_architecture_as_a_column():
     assert set(zip(panels.layernorm, panels.task)) == {(True, "with LayerNorm"),
                                                        (False, "without LayerNorm")}
     assert set(panels.setting) == {"logit scale 1e-08"}
+
+
+def test_path_depths_and_the_parity_band():
+    assert list(rm.path_depths(3)) == [1, 2, 3]
+    low, high = rm.PARITY_BAND
+    assert low * high == pytest.approx(1) and high > 1  # symmetric on a log scale

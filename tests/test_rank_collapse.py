@@ -166,3 +166,15 @@ def test_contrast_sentence_says_what_the_numbers_say():
     assert "above 0.01 after the last layer: *peaked* (0.5); collapsing below it: *uniform* " \
         "(at the rounding floor)" in text
     assert "collapsing below it: none" in rc.contrast_sentence(entropy, residual.fillna(0.2), 3.5)
+
+
+def test_example_table_and_contrast_configs():
+    x = rc.example_tokens()
+    table = rc.example_table(x)
+    assert list(table["token"]) == [0, 1, 2, 3]
+    mean = np.mean(rc.EXAMPLE_TOKENS, axis=0)
+    assert np.allclose(table["res(X)"][1], np.round(np.array(rc.EXAMPLE_TOKENS[1]) - mean, 3))
+    low, high = rc.contrast_configs(0.1, 4.0)
+    assert low == dict(normalization="softmax", logit_std=0.1, label="pure, logit scale 0.1")
+    assert high["skip"] and high["logit_std"] == 4.0 and high["label"] == "with skip, logit scale 4"
+    assert rc.GROWTH_MIN_RESIDUAL == pytest.approx(10 ** -rc.GROWTH_MIN_LOST)

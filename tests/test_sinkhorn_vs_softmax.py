@@ -94,3 +94,32 @@ def test_the_reach_sentence_names_only_the_normalization_that_is_later():
     both = pd.DataFrame({"softmax": [3, 4], "sinkhorn": [4, 3]})
     assert reach_sentence(both).endswith("Sinkhorn reaches it later at 1 of the 2 scales and "
                                          "softmax at 1 of the 2 scales.")
+
+
+def test_error_sentence_quotes_the_table_at_the_scales_asked():
+    """The prose's quotes come from the table's cells: at the paper's n the first scale's
+    median, 99% and largest, then each further scale; this run's n where it differs."""
+    from rankcollapse.experiments.sinkhorn_vs_softmax import error_sentence
+    from rankcollapse.registry import PAPER_N
+    scales = [2.0, 3.0]
+    columns = [(f"n = {size}", q) for size in (8, PAPER_N)
+               for q in ("median", "90%", "99%", "largest")]
+    table = pd.DataFrame([[1e-3 * (i + 1) * s for i in range(8)] for s in scales],
+                         index=pd.Index(scales, name="σ"), columns=pd.MultiIndex.from_tuples(columns))
+    text = error_sentence(table, 8, scales)
+    assert text.startswith(f"At the paper's length *n* = {PAPER_N} and logit scale 2 the median "
+                           "row error is 0.010, its 99% quantile 0.014 and the largest over all "
+                           "draws 0.016.")
+    assert "grows with the logit scale: at σ = 3 the median is 0.015 and the largest 0.024" in text
+    assert text.endswith("(at this profile's *n* = 8, largest: 0.012).")
+    with pytest.raises(ValueError, match=r"quoted logit scales \[5.0\]"):
+        error_sentence(table, 8, [2.0, 5.0])
+
+
+def test_entropy_gain_is_the_difference_of_the_means_at_one_scale():
+    from rankcollapse.experiments.sinkhorn_vs_softmax import entropy_gain
+    table = pd.DataFrame({"scale": [1.0] * 4 + [3.0] * 4,
+                          "normalization": ["softmax", "softmax", "sinkhorn", "sinkhorn"] * 2,
+                          "entropy": [1.0, 2.0, 2.0, 3.0, 0.5, 0.7, 1.0, 1.4]})
+    assert entropy_gain(table, 1.0) == pytest.approx(1.0)
+    assert entropy_gain(table, 3.0) == pytest.approx(0.6)

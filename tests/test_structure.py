@@ -1,11 +1,14 @@
 """The library's layers: chapter modules (`rankcollapse.experiments`) build on the library,
 never the other way round, and every import is at the top of its module, where a reader (and
-the import order) sees it."""
+the import order) sees it; and chapter cells size nothing."""
 
 import ast
 from pathlib import Path
 
+import jupytext
+
 ROOT = Path(__file__).resolve().parents[1] / "src"
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 LIBRARY = ROOT / "rankcollapse"
 PACKAGES = (LIBRARY, ROOT / "rankcollapse_book")
 
@@ -61,3 +64,32 @@ def test_no_imports_inside_functions():
     offenders = {module_name(p): nested_imports(p) for package in PACKAGES
                  for p in package.rglob("*.py")}
     assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def typed_numbers(source: str) -> list[tuple[int, object]]:
+    """(line, value) of every number typed in `source` other than 0 and an index: a size,
+    a scale or a count a chapter cell would be deciding instead of its profile."""
+    tree = ast.parse(source)
+    indices = {id(n) for s in ast.walk(tree) if isinstance(s, ast.Subscript)
+               for n in ast.walk(s.slice)}
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and type(node.value) in (int, float, complex)
+            and node.value != 0 and id(node) not in indices]
+
+
+def test_chapter_cells_type_no_numbers():
+    """Chapters size nothing: every count, scale and size a code cell uses comes from the
+    profile or the library (the only numbers typed are 0 and indices)."""
+    offenders = {}
+    for source in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py")):
+        for cell in jupytext.read(source).cells:
+            if cell.cell_type == "code" and "parameters" not in cell.metadata.get("tags", []):
+                if found := typed_numbers(cell.source):
+                    offenders.setdefault(source.name, []).extend(v for _, v in found)
+    assert not offenders, f"numbers typed in chapter cells (move them to the profile): {offenders}"
+
+
+def test_the_check_sees_typed_numbers():
+    """The check can fail: sizes, scales and keywords are found; 0 and indices are not."""
+    source = "x = sweep(draws=256, scale=1.0)\ny = table[1] + rows[-1]\nz = f(0)\nw = range(1, n)"
+    assert sorted(typed_numbers(source)) == [(1, 1.0), (1, 256), (4, 1)]

@@ -366,6 +366,8 @@ def test_the_ledger_data_names_each_tasks_depth_width_and_examples():
         "B, 6 layers of width 48 on all its training examples")
     assert models_data(tasks, {"a": "A", "b": "B"}, ["b"]) == \
         "trained models: B, 6 layers of width 48 on all its training examples"
+    assert models_data(tasks, {"a": "A", "b": "B"}, ["b"], what="pure models") == \
+        "pure models: B, 6 layers of width 48 on all its training examples"
     assert one_size(tasks, "depth") == "6 or 24" and one_size(tasks, "d_model") == "48"
 
 

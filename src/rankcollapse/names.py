@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .stats import significant
+
 DISPLAY = {"softmax": "softmax", "sinkhorn": "Sinkhorn"}  # how legends and tables name them
 LINE_LABELS = {"chance": "chance", "baseline": "linear baseline"}  # lines drawn beside curves
 # Datasets as the book names them (the registry's keys are file names).
@@ -19,6 +21,16 @@ TASKS = {"text": "text classification", "mnist": "MNIST digits", "cats_dogs": "C
 HEADERS = {"normalization": "normalization", "logit_std": "logit scale σ", "task": "task",
            "trained": "trained with", "n_tokens": "tokens n", "n": "tokens n",
            "depth": "depth", "layer": "layer", "seed": "seed", "variant": "model"}
+
+
+# Rounding floors, marginal errors and timing errors are quoted in prose to this many
+# significant digits: their order of magnitude is the message, not their third digit.
+QUOTED_DIGITS = 2
+
+
+def quoted(x: float) -> str:
+    """A floor or an error as prose quotes it: `QUOTED_DIGITS` significant digits."""
+    return significant(x, QUOTED_DIGITS)
 
 
 def display(value) -> str:

@@ -152,11 +152,13 @@ def band_from_summary(ax, summary: pd.DataFrame, x: str = "layer", log: bool = T
 
 
 def residual_bands(summary: pd.DataFrame, hue: str, label: str = "{}", style: str | None = None,
-                   floor: float | None = None, title: str = "", ax=None, figsize=(6, 3.8)):
+                   floor: float | None = None, title: str = "", ax=None):
     """Relative residual against layer: one band per value of `hue` (normalizations in their
     colours), line styles per value of `style`, a dotted line at the rounding `floor`; the
-    legend beside the axes on a figure of its own (where it hides no curve)."""
+    legend beside the axes on a figure of its own (where it hides no curve; a larger figure
+    for the longer legend of two keys)."""
     beside = ax is None
+    figsize = (6.5, 4) if style else (6, 3.8)
     fig, ax = (plt.subplots(figsize=figsize) if ax is None else (ax.figure, ax))
     palette = colors(summary[hue])
     # without a style column, other hues also differ in line style: no curve hides another
@@ -391,10 +393,11 @@ def ratio_panels(adv: pd.DataFrame, titles: dict[str, str], panel: str = "task",
     return fig
 
 
-def ratio_figure(adv: pd.DataFrame, order: list[str] | None = None, figsize=(6, 3.6),
-                 x: str = "depth", xlabel: str = "path depth $k$"):
-    """`ratio_plot` in a figure of its own."""
-    fig, ax = plt.subplots(figsize=figsize)
+def ratio_figure(adv: pd.DataFrame, order: list[str] | None = None, x: str = "depth",
+                 xlabel: str = "path depth $k$"):
+    """`ratio_plot` in a figure of its own (larger for more than four curves)."""
+    curves = len(order or dict.fromkeys(adv["setting"]))
+    fig, ax = plt.subplots(figsize=(6.5, 3.8) if curves > 4 else (6, 3.6))
     ratio_plot(ax, adv, order, x, xlabel)
     return fig
 

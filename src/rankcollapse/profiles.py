@@ -123,6 +123,10 @@ class Profile:
     collapse_precise: PreciseStack = PreciseStack(depth=8, n_tokens=8, digits=1200)
     layernorm_ranks: tuple[int, ...] = (1, 2, 4, 8)  # affine ranks built into the token sets
     layernorm_draws: int = 20  # token sets per rank
+    # the rank-against-entropy contrast: a pure stack at the first logit scale, one with skip
+    # connections at the second
+    contrast_scales: tuple[float, float] = (0.1, 4.0)
+    parts_scale: float = 1.0  # the logit scale of the block-parts figure's stacks
     # Chapter 2. Steps of the convergence curves; float64 logit matrices per logit scale for
     # the row error after `n_iter` iterations; the heat maps' one matrix (side, logit scale);
     # random logit matrices per scale for the row entropies (C9); the logit scales of the pure
@@ -132,6 +136,8 @@ class Profile:
     heatmap: tuple[int, float] = (12, 1.5)
     entropy_draws: int = 128
     pure_scales: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
+    error_quoted_scales: tuple[float, ...] = (2.0, 3.0, 5.0)  # row errors the prose quotes
+    entropy_quoted_scale: float = 3.0  # the entropy difference the prose quotes
     cost_sizes: tuple[int, ...] = (16, 32, 64, 128)
     cost_batch: int = 64
     cost_repeats: int = 5
@@ -145,9 +151,11 @@ class Profile:
     bound_starts: tuple[float, ...] = (0.1, 0.3)
     regime_logit_stds: tuple[float, ...] = (0.09, 1.0, 9.0)
     regime_scales: LogGrid = LogGrid(-2, 0.7, 12)
+    head_scale: float = 1.0  # the logit scale of the random heads of the one-layer and depth tests
     # Chapter 4. Inputs per pool; the control sweep's token counts and logit scales; the
     # correlations between consecutive layers' logits of test (a).
     pool_batch: int = 8
+    pool_scale: float = 1.0  # the logit scale of the independent random matrices (the control)
     control_sizes: tuple[int, ...] = (16, 32, 64)
     control_scales: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
     rhos: tuple[float, ...] = (0.0, 0.5, 0.9, 0.99)

@@ -8,14 +8,17 @@ regime ends, and the first-order agreement of softmax and Sinkhorn.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 import torch
 
+from .. import precise
 from ..measures import matrix_norm, residual
 from ..normalizations import NORMALIZATIONS, normalize
 from ..names import display
+from ..profiles import PreciseStack
 from ..claim_rows import Claim
 from ..registry import MIN_BOUND_LAYERS, REGIME, SLOPE_TOLERANCE
 from ..stats import growth_factor, loglog_slope, significant
@@ -89,6 +92,7 @@ LINEARIZATION_WINDOW = 1e-1
 CUBIC_WINDOW = 1e-2
 # The first-order regime ends where the formula is off by more than this (relative).
 REGIME_TOLERANCE = 0.1
+LINEARIZATION_ORDER = 2  # the first-order expansions' error is O(eps^2)
 
 
 def slopes(table: pd.DataFrame, x: str, y: str, by: str = "normalization") -> dict[str, float]:
@@ -131,8 +135,16 @@ def checked_points(stacks: pd.DataFrame, floor_log10: float = -13.0) -> pd.DataF
     return held.assign(within=held["log10_residual"] <= held["log10_bound"] + 1e-9)
 
 
-def bound_check(stacks: pd.DataFrame, floor_log10: float = -13.0
-                ) -> tuple[bool, int, int, float]:
+class BoundCheck(NamedTuple):
+    """`bound_check`'s answer."""
+
+    holds: bool  # measured at or below the bound at every point checked
+    points: int  # (layer, start, normalization) points checked
+    deepest: int  # the deepest layer checked (0: none)
+    slack: float  # the smallest bound / measured over those points (NaN: none)
+
+
+def bound_check(stacks: pd.DataFrame, floor_log10: float = -13.0) -> BoundCheck:
     """Whether the measured residual is at or below the depth bound at every layer above the
     rounding floor, at how many (layer, start, normalization) points that was checked, the
     deepest layer checked, and the smallest bound / measured over those points (at least 1
@@ -141,7 +153,40 @@ def bound_check(stacks: pd.DataFrame, floor_log10: float = -13.0
     holds = bool(held["within"].all())
     slack = float(10.0 ** (held["log10_bound"] - held["log10_residual"]).min()) if len(held) \
         else float("nan")
-    return holds, len(held), int(held["layer"].max()) if len(held) else 0, slack
+    return BoundCheck(holds, len(held), int(held["layer"].max()) if len(held) else 0, slack)
+
+
+PRECISE_HEADS = 2  # the high-precision stack's head width is its token width over this
+
+
+def shared_token_input(n: int, d: int, generator: torch.Generator
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inputs X = 1 m^T + s Z of the one-layer and depth tests: the (n, d) matrix of one
+    random token m repeated, and a random direction Z (n, d) with zero token mean (float64)."""
+    x0 = torch.randn(1, d, generator=generator, dtype=torch.float64).expand(n, d)
+    z = torch.randn(n, d, generator=generator, dtype=torch.float64)
+    return x0, z - z.mean(0)
+
+
+def precise_stack(stack: PreciseStack, starts, logit_std: float, generator: torch.Generator,
+                  *, n_iter: int) -> pd.DataFrame:
+    """The depth bound's stack in high precision (`precise.stack_table`): `stack.depth`
+    random heads of logit scale `logit_std` on `stack.n_tokens` tokens of that width (head width over
+    `PRECISE_HEADS`); input one shared random token plus s times a centred random direction,
+    for each start s of `starts`."""
+    n = stack.n_tokens
+    heads = [random_head(n, n // PRECISE_HEADS, logit_std=logit_std, generator=generator)
+             for _ in range(stack.depth)]
+    x0, z = shared_token_input(n, n, generator)
+    return precise.stack_table(x0, z, starts, heads, stack.digits, n_iter=n_iter)
+
+
+def order_guide(table: pd.DataFrame, x: str, y: str, order: int) -> pd.DataFrame:
+    """A dashed guide line of log-log slope `order` through the smallest `y` of `table`, at
+    its `x` values (a figure's 'slope 2' line)."""
+    xs = np.sort(table[x].unique())
+    return pd.DataFrame({"x": xs, "y": table[y].min() * (xs / xs[0]) ** order,
+                         "label": f"slope {order}", "style": "--"})
 
 
 def regime_sweep(x0: torch.Tensor, z: torch.Tensor, logit_stds, scales, d: int, d_qk: int,
@@ -155,8 +200,15 @@ def regime_sweep(x0: torch.Tensor, z: torch.Tensor, logit_stds, scales, d: int, 
                         looseness=sweep["bound"] / sweep["output_residual"])
 
 
+class RegimeEdge(NamedTuple):
+    """Where the first-order regime ends, as two sampled centred-logit norms ||CAC||_2."""
+
+    within: float  # the largest below which every point is within the tolerance
+    off: float  # the smallest at which one is off by more (NaN: none is)
+
+
 def regime_edge(sweep: pd.DataFrame, tolerance: float = REGIME_TOLERANCE
-                ) -> dict[str, tuple[float, float]]:
+                ) -> dict[str, RegimeEdge]:
     """Per normalization, the edge of the first-order regime as two sampled centred-logit
     norms ||CAC||_2: the largest below which every point is within `tolerance` (relative) of
     the formula, and the smallest at which one is off by more (NaN if none is)."""
@@ -165,7 +217,8 @@ def regime_edge(sweep: pd.DataFrame, tolerance: float = REGIME_TOLERANCE
         off = g[(g["ratio"] - 1).abs() > tolerance]
         first = float(off["logit_norm"].min()) if len(off) else float("nan")
         within = g[g["logit_norm"] < first] if len(off) else g
-        edges[name] = (float(within["logit_norm"].max()) if len(within) else float("nan"), first)
+        edges[name] = RegimeEdge(float(within["logit_norm"].max()) if len(within)
+                                 else float("nan"), first)
     return edges
 
 

@@ -43,7 +43,7 @@ from ..registry import ACCURACY_MARGIN, ITERATIONS, registered, size_scale_label
 from ..stats import WORDS, compare_groups, compare_table, describe, family_level, significant, \
     unit_values
 from ..verdicts import LEARNED, iterations_verdict, results_sentence
-from ..names import display
+from ..names import display, quoted
 from ..tasks import PURE, SCRATCH
 from ..timing import interleaved_times
 from ..training import TrainResult, evaluate
@@ -480,7 +480,7 @@ def iteration_claim(sweep: pd.DataFrame, titles: dict[str, str], profile: Profil
         parts.append(f"{titles[task]}: accuracy {at.loc[full, 'accuracy']:.3f} with {full:g} "
                      f"iterations, {at.loc[needed, 'accuracy']:.3f} with {needed:g}, "
                      f"{at.loc[min(at.index), 'accuracy']:.3f} with one half-step (softmax); "
-                     f"departure from doubly stochastic {significant(at.loc[needed, 'row_error'], 2)} "
+                     f"departure from doubly stochastic {quoted(at.loc[needed, 'row_error'])} "
                      f"with {needed:g}.")
     below = [r for r in tested if r.at == max(k for k in ITERATIONS if k < full)]
     return Claim.of("B4", tested,

@@ -29,13 +29,19 @@ from ..profiles import Profile
 from ..claim_rows import Claim
 from ..primary_tests import run_part
 from ..registry import HALF_IDENTITY, INDEPENDENT, NETWORK_SCALES
-from ..stats import (FOUND, WORDS, censored_logs, compare_groups, compare_table, describe,
+from ..stats import (FOUND, MARGIN, WORDS, censored_logs, compare_groups, compare_table, describe,
                      family_level, ranges, unit_values)
 from ..verdicts import results_sentence
 from .rank_collapse import random_tokens, sweep
 
 # A pool maker: generator -> {normalization: attention (layers, batch, heads, n, n)}.
 PoolMaker = Callable[[torch.Generator], dict[str, torch.Tensor]]
+PARITY_BAND = (1 / (1 + MARGIN), 1 + MARGIN)  # the ratios the parity margin admits
+
+
+def path_depths(depth: int) -> range:
+    """The path depths of a stack of `depth` layers: 1 to `depth`."""
+    return range(1, depth + 1)
 
 
 def random_logits(n_layers: int, batch: int, n_heads: int, n: int, scale,

@@ -13,7 +13,8 @@ import pandas as pd
 import torch
 
 from .. import precise
-from ..measures import affine_rank, layer_table, relative_residual, rounding_floor, row_entropy
+from ..measures import (affine_rank, layer_table, relative_residual, residual, rounding_floor,
+                        row_entropy)
 from ..models import Encoder, Switches, random_stack
 from ..claim_rows import Claim
 from ..registry import COLLAPSED
@@ -98,6 +99,24 @@ def deepest_drawn(summary: pd.DataFrame) -> int:
 # fitted over the layers that have lost at least this many (r <= 0.1); before, while r is near
 # 1, the cubic term is not yet the leading one.
 GROWTH_MIN_LOST = 1.0
+GROWTH_MIN_RESIDUAL = 10.0 ** -GROWTH_MIN_LOST  # the same, as a residual
+
+# Chapter 1's worked example: four tokens in three dimensions, the last three within a tenth
+# of the first in every coordinate, so the residual is small next to the tokens.
+EXAMPLE_TOKENS = ((1.0, 2.0, 0.0), (1.1, 2.0, 0.1), (0.9, 2.1, 0.0), (1.0, 1.9, -0.1))
+EXAMPLE_DECIMALS = 3  # decimals of the example's residual as its table shows it
+
+
+def example_tokens() -> torch.Tensor:
+    """The worked example's tokens `EXAMPLE_TOKENS`, (4, 3) float64."""
+    return torch.tensor(EXAMPLE_TOKENS, dtype=torch.float64)
+
+
+def example_table(x: torch.Tensor) -> pd.DataFrame:
+    """One row per token of `x` (n, d): the token and its residual `res(X)` (rounded)."""
+    return pd.DataFrame({"token": range(len(x)), "X": [row.tolist() for row in x],
+                         "res(X)": [np.round(row.tolist(), EXAMPLE_DECIMALS)
+                                    for row in residual(x)]})
 
 
 def digits_lost(summary: pd.DataFrame, by: str = "logit_std",
@@ -177,6 +196,14 @@ def entropy_summary(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 def final_entropies(entropy: pd.DataFrame, layer: int, by: str = "label") -> pd.Series:
     """Mean row entropy (nats) at `layer` per group of `by` (`entropy_summary`)."""
     return entropy[entropy["layer"] == layer].set_index(by)["mean"]
+
+
+def contrast_configs(low: float, high: float) -> list[dict]:
+    """Chapter 1's contrast of rank and entropy collapse: a pure softmax stack at the small
+    logit scale `low` against one with skip connections at the large scale `high`."""
+    return [dict(normalization="softmax", logit_std=low, label=f"pure, logit scale {low:g}"),
+            dict(normalization="softmax", logit_std=high, skip=True,
+                 label=f"with skip, logit scale {high:g}")]
 
 
 def contrast_sentence(entropy_final: pd.Series, residual_final: pd.Series, log_n: float,

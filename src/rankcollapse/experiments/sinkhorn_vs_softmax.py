@@ -17,6 +17,7 @@ from ..primary_tests import run_part
 from ..registry import ENTROPY_MARGIN, PAPER_N, PAPER_SCALE, scale_label
 from ..stats import compare_table, describe, mostly_at_floor, significant, unit_values
 from ..verdicts import SHARE, TOLERANCE, marginal_check, results_sentence
+from ..names import quoted
 
 
 def convergence(logits: torch.Tensor, max_half_steps: int) -> pd.DataFrame:
@@ -59,6 +60,40 @@ def error_after(n_iter: int, sizes, scales, draws: int, generator: torch.Generat
         for name, q in QUANTILES.items():
             columns[(f"n = {size}", name)] = [float(torch.quantile(e, q)) for e in errors]
     return pd.DataFrame(columns, index=pd.Index(scales, name="σ"))
+
+
+def error_sentence(table: pd.DataFrame, n: int, scales) -> str:
+    """What the prose quotes of `error_after`'s table: at the paper's length, the median, 99%
+    quantile and largest row error at the first of `scales`, then the median and largest at
+    each further scale; the largest at this run's length `n` where it differs."""
+    def at(size, s, name):
+        return quoted(table.loc[s, (f"n = {size}", name)])
+
+    missing = [s for s in scales if s not in table.index]
+    if missing:
+        raise ValueError(f"the quoted logit scales {missing} are not rows of the error table "
+                         f"(its scales: {list(table.index)}); quote scales it computed")
+    first, *rest = scales
+    text = (f"At the paper's length *n* = {PAPER_N} and logit scale {first:g} the median row "
+            f"error is {at(PAPER_N, first, 'median')}, its 99% quantile "
+            f"{at(PAPER_N, first, '99%')} and the largest over all draws "
+            f"{at(PAPER_N, first, 'largest')}.")
+    if not rest:
+        return text
+    medians = table.loc[list(scales), (f"n = {PAPER_N}", "median")]
+    trend = ("The error grows with the logit scale" if medians.is_monotonic_increasing
+             else "With the logit scale")
+    quotes = ", ".join(f"at σ = {s:g} the median is {at(PAPER_N, s, 'median')} and the largest "
+                       f"{at(PAPER_N, s, 'largest')}" for s in rest)
+    here = ("" if n == PAPER_N else f" (at this profile's *n* = {n}, largest: "
+            + " and ".join(at(n, s, "largest") for s in rest) + ")")
+    return f"{text} {trend}: {quotes}{here}."
+
+
+def entropy_gain(entropies: pd.DataFrame, scale: float) -> float:
+    """Mean row entropy of Sinkhorn minus softmax (nats) at logit `scale` (`entropy_table`)."""
+    means = entropies[entropies["scale"] == scale].groupby("normalization")["entropy"].mean()
+    return float(means["sinkhorn"] - means["softmax"])
 
 
 def entropy_table(scales, draws: int, n: int, generator: torch.Generator) -> pd.DataFrame:
@@ -154,12 +189,12 @@ def claims(after: pd.DataFrame, entropies: pd.DataFrame, profile: Profile) -> li
         Claim.of("C2a", [marginal_check("random logits", "random logits", q99)],
                  f"Row error after 50 iterations at n = {PAPER_N} (each random matrix counted "
                  f"with its worst row), logit scales up to {PAPER_SCALE:g}: {SHARE:.0%} quantile "
-                 f"over the random draws {significant(q99, 2)}, largest {significant(worst, 2)} "
+                 f"over the random draws {quoted(q99)}, largest {quoted(worst)} "
                  f"(check: that quantile "
                  f"below {significant(TOLERANCE)}, thresholds of the book's choosing: the paper states "
                  f"none). It grows with the logit scale: at σ = {after.index[-1]:g} the "
-                 f"median is {significant(median.iloc[-1], 2)} and the largest "
-                 f"{significant(after[column].iloc[-1], 2)}.", figure="fig-convergence"),
+                 f"median is {quoted(median.iloc[-1])} and the largest "
+                 f"{quoted(after[column].iloc[-1])}.", figure="fig-convergence"),
         Claim.of("C9", entropy, "Row entropy, Sinkhorn against softmax over independent "
                  "random matrices, per logit scale: "
                  + results_sentence(entropy, "matrices")

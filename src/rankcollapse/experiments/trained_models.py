@@ -74,12 +74,13 @@ def seed_counts(settings: Profile, titles: dict[str, str] = TASKS) -> str:
     return ", ".join(words[:-1]) + " and " + words[-1]
 
 
-def models_data(tasks: dict[str, Task], titles: dict[str, str], roles=None) -> str:
+def models_data(tasks: dict[str, Task], titles: dict[str, str], roles=None,
+                what: str = "trained models") -> str:
     """What a claim's trained models are, for the ledger's data column: 'trained models:
     MNIST digits (...), 24 layers of width 48 on the first 2,000 training examples; ...'
     ('on all its training examples' where the task uses them all; `roles`: the tasks
-    named, default all)."""
-    return "trained models: " + "; ".join(
+    named, default all; `what`: the models' name)."""
+    return f"{what}: " + "; ".join(
         f"{titles[r]}, {tasks[r].depth} layers of width {tasks[r].d_model}"
         + (f" on the first {tasks[r].train_limit:,} training examples"
            if tasks[r].train_limit else " on all its training examples")
