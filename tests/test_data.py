@@ -21,6 +21,8 @@ import torch
 from PIL import Image
 
 from rankcollapse import data
+from rankcollapse.data import downloads
+from rankcollapse.data import text as text_module
 from rankcollapse.data import ChecksumError, DataError, Tokenizer, UnsafeArchiveError
 from rankcollapse.files import write_verified
 
@@ -30,7 +32,7 @@ def no_network(monkeypatch):
     """Any download attempt fails the test, unless the test installs its own `_fetch`."""
     def refuse(url, dest):
         raise AssertionError(f"a test tried to download {url}")
-    monkeypatch.setattr(data, "_fetch", refuse)
+    monkeypatch.setattr(downloads, "_fetch", refuse)
 
 
 def install(monkeypatch, root: Path, key: str, payload: bytes) -> Path:
@@ -125,7 +127,7 @@ def zip_with(member: str) -> bytes:
 def ag_root(tmp_path, monkeypatch) -> Path:
     install(monkeypatch, tmp_path, "ag_news/train.csv", ag_csv(AG_TRAIN))
     install(monkeypatch, tmp_path, "ag_news/test.csv", ag_csv(AG_TEST))
-    monkeypatch.setattr(data, "AG_NEWS_ROWS", {"train": len(AG_TRAIN), "test": len(AG_TEST)})
+    monkeypatch.setattr(text_module, "AG_NEWS_ROWS", {"train": len(AG_TRAIN), "test": len(AG_TEST)})
     return tmp_path
 
 
@@ -202,12 +204,12 @@ def test_download_goes_through_fetch_and_is_verified(tmp_path, monkeypatch):
     def fetch(url, dest):
         calls.append(url)
         dest.write_bytes(payload)
-    monkeypatch.setattr(data, "_fetch", fetch)
-    path = data._ensure_file("mnist", "t10k-images-idx3-ubyte.gz", tmp_path)
+    monkeypatch.setattr(downloads, "_fetch", fetch)
+    path = downloads._ensure_file("mnist", "t10k-images-idx3-ubyte.gz", tmp_path)
     assert calls == [data.DATASETS["mnist"].urls["t10k-images-idx3-ubyte.gz"]]
     assert path == tmp_path / key
     assert path.read_bytes() == payload and not list(path.parent.glob("*.part"))
-    data._ensure_file("mnist", "t10k-images-idx3-ubyte.gz", tmp_path)  # valid: no download
+    downloads._ensure_file("mnist", "t10k-images-idx3-ubyte.gz", tmp_path)  # valid: no download
     assert len(calls) == 1
 
 
@@ -235,7 +237,7 @@ def test_a_failed_download_explains_profiles_and_manual_path(tmp_path, monkeypat
     def failing(url, dest):
         dest.write_bytes(b"partial")
         raise error
-    monkeypatch.setattr(data, "_fetch", failing)
+    monkeypatch.setattr(downloads, "_fetch", failing)
     with pytest.raises(DataError) as err:
         data.load("ag_news", "train", tmp_path)
     message = str(err.value)
@@ -299,15 +301,15 @@ def zipped(members: dict[str, bytes], method=zipfile.ZIP_DEFLATED) -> bytes:
 
 
 def test_safe_extract_refuses_a_zip_bomb_before_writing_anything(tmp_path, monkeypatch):
-    monkeypatch.setattr(data, "MAX_MEMBER_BYTES", 2**20)
+    monkeypatch.setattr(downloads, "MAX_MEMBER_BYTES", 2**20)
     bomb = tmp_path / "bomb.zip"
     bomb.write_bytes(zipped({"big.bin": b"\x00" * (8 * 2**20)}))  # 8 MiB in about 8 KiB
     assert bomb.stat().st_size < 64 * 2**10
     with pytest.raises(UnsafeArchiveError, match="declares 8,388,608 bytes, more than"):
         data.safe_extract(bomb, tmp_path / "out")
     assert not (tmp_path / "out").exists()
-    monkeypatch.setattr(data, "MAX_MEMBER_BYTES", 2**30)
-    monkeypatch.setattr(data, "MAX_ARCHIVE_BYTES", 3 * 2**20)
+    monkeypatch.setattr(downloads, "MAX_MEMBER_BYTES", 2**30)
+    monkeypatch.setattr(downloads, "MAX_ARCHIVE_BYTES", 3 * 2**20)
     many = tmp_path / "many.zip"
     many.write_bytes(zipped({f"{i}.bin": b"\x00" * 2**20 for i in range(4)}))
     with pytest.raises(UnsafeArchiveError, match="above 3,145,728 bytes"):
@@ -337,13 +339,13 @@ def test_an_extracted_folder_is_trusted_only_while_it_matches_its_manifest(tmp_p
     photo = next((folder / "PetImages" / "Cat").glob("*.jpg"))
     photo.write_bytes(jpeg(DOG))  # a tampered file: a dog where a cat was
     assert data.verify_extracted(folder)  # this process verified it once already
-    monkeypatch.setattr(data, "_VERIFIED", set())  # a new process
+    monkeypatch.setattr(downloads, "_VERIFIED", set())  # a new process
     assert not data.verify_extracted(folder)
     again = data.load("cats_dogs", "test", tmp_path, image_size=16)
     assert "does not match its manifest; extracting it again" in capsys.readouterr().out
     assert torch.equal(again.x, first.x) and data.verify_extracted(folder)
     (folder / data.MANIFEST).unlink()  # an extraction that never finished writing it
-    monkeypatch.setattr(data, "_VERIFIED", set())
+    monkeypatch.setattr(downloads, "_VERIFIED", set())
     assert not data.verify_extracted(folder)
 
 
@@ -434,7 +436,7 @@ def test_wordnet4_stand_in_and_its_tokenizer():
         assert ds.x.max() < len(ds.vocab) and ds.x.min() >= 0
         assert torch.equal(ds.mask, ds.x != Tokenizer.PAD)
         assert (ds.mask[:, :-1] >= ds.mask[:, 1:]).all()  # padding only at the end
-    assert not set(data._read_wordnet4("train")[0]) & set(data._read_wordnet4("test")[0])
+    assert not set(text_module._read_wordnet4("train")[0]) & set(text_module._read_wordnet4("test")[0])
     short = data.load("wordnet4", "test", max_len=8, tokenizer=train.vocab, limit=5)
     assert short.x.shape == (5, 8) and short.vocab is train.vocab
 
@@ -447,7 +449,7 @@ def test_stand_in_files_are_verified_and_documented(tmp_path, monkeypatch):
             assert digest in (folder / "PROVENANCE.md").read_text()
             assert (folder / "LICENSE").stat().st_size > 500
     shutil.copytree(data.standin_dir() / "mnist10k", tmp_path / "mnist10k")
-    monkeypatch.setattr(data, "standin_dir", lambda: tmp_path)
+    monkeypatch.setattr(downloads, "standin_dir", lambda: tmp_path)
     with open(tmp_path / "mnist10k" / "mnist10k.npz", "r+b") as f:
         f.seek(1000)
         f.write(b"\xff" * 8)
@@ -469,7 +471,7 @@ def test_only_the_files_the_manifest_lists_are_loaded(tmp_path, monkeypatch):
     (folder / "PetImages" / "Cat" / "extra.jpg").write_bytes(jpeg(DOG))  # dropped in later
     for process in ("same", "new"):
         if process == "new":
-            monkeypatch.setattr(data, "_VERIFIED", set())
+            monkeypatch.setattr(downloads, "_VERIFIED", set())
         assert data.verify_extracted(folder)  # the listed files still match
         again = data.load("cats_dogs", split, tmp_path, image_size=16)
         assert len(again) == len(first) and torch.equal(again.x, first.x)
@@ -507,7 +509,7 @@ def test_a_malformed_manifest_counts_as_not_matching(tmp_path, monkeypatch, caps
     first = data.load("cats_dogs", "test", tmp_path, image_size=16)
     folder = tmp_path / "cats_dogs" / "extracted"
     write_verified(folder / data.MANIFEST, lambda tmp: tmp.write_bytes(manifest))  # digest fits
-    monkeypatch.setattr(data, "_VERIFIED", set())  # a new process
+    monkeypatch.setattr(downloads, "_VERIFIED", set())  # a new process
     assert not data.verify_extracted(folder)
     again = data.load("cats_dogs", "test", tmp_path, image_size=16)
     out = capsys.readouterr().out
@@ -521,11 +523,11 @@ def test_a_binary_manifest_digest_counts_as_not_matching(tmp_path, monkeypatch, 
     folder = tmp_path / "cats_dogs" / "extracted"
     digest = folder / f"{data.MANIFEST}.sha256"
     digest.write_bytes(bytes(range(256)))
-    monkeypatch.setattr(data, "_VERIFIED", set())  # a new process
+    monkeypatch.setattr(downloads, "_VERIFIED", set())  # a new process
     again = data.load("cats_dogs", "test", tmp_path, image_size=16)
     assert data.MANIFEST in capsys.readouterr().out
     assert torch.equal(again.x, first.x)
-    monkeypatch.setattr(data, "_VERIFIED", set())  # and every later process trusts it again
+    monkeypatch.setattr(downloads, "_VERIFIED", set())  # and every later process trusts it again
     assert data.verify_extracted(folder)
 
 
@@ -537,7 +539,7 @@ def bad_standin(monkeypatch, tmp_path, name: str, write) -> Path:
     path.parent.mkdir()
     write(path)
     set_digest(monkeypatch, f"{name}/{file}", hashlib.sha256(path.read_bytes()).hexdigest())
-    monkeypatch.setattr(data, "standin_dir", lambda: tmp_path)
+    monkeypatch.setattr(downloads, "standin_dir", lambda: tmp_path)
     return path
 
 
