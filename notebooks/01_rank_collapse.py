@@ -35,20 +35,14 @@ chapter = chapter_header(profile, device, seed)
 settings = chapter.settings
 
 # %%
-import numpy as np
-import pandas as pd
-import torch
-
-from rankcollapse import names, plots
 from rankcollapse.experiments import rank_collapse as rc
-from rankcollapse.measures import composite_norm, relative_residual, rounding_floor
-from rankcollapse.precise import floor_log10
+from rankcollapse.experiments.rank_collapse import figures
 
-floor = rounding_floor(torch.float64)  # residuals at or below it are rounding, not collapse
-sizes = dict(n_samples=settings.n_samples, n_tokens=settings.n_tokens,
-             d_model=settings.d_model, n_heads=settings.n_heads, depth=settings.depth,
-             n_iter=settings.n_iter, seed=seed, device=chapter.device,
-             weight_draws=settings.weight_draws, dtype=torch.float64)
+result = rc.run(settings, chapter.device, seed)  # every number of this chapter
+
+# %% tags=["remove-cell"]
+chapter.glue(result.glue)
+chapter.glue_text(result.text)
 
 # %% [markdown]
 # ## Measuring collapse: the residual
@@ -72,9 +66,7 @@ sizes = dict(n_samples=settings.n_samples, n_tokens=settings.n_tokens,
 # nearly equal to the first:
 
 # %%
-x = rc.example_tokens()
-chapter.glue({"ch1_example_r": relative_residual(x), "ch1_example_norm": composite_norm(x)})
-rc.example_table(x)
+result.example
 
 # %% [markdown]
 # The tokens differ only in the first decimal, so the residual is small next to $X$:
@@ -93,19 +85,8 @@ rc.example_table(x)
 # that floor ({glue:text}`ch1_floor`) are censored: they enter the averages at the floor
 # (the true value is at most that), and a layer where most values are there is not drawn.
 
-# %%
-pure = rc.sweep([dict(normalization="softmax", logit_std=s) for s in settings.collapse_scales],
-                **sizes)
-pure_summary = rc.log_summary(pure, ["logit_std", "layer"], floor=floor)
-
-# %% tags=["remove-cell"]
-chapter.glue({"ch1_n_samples": settings.n_samples, "ch1_draws": settings.weight_draws,
-              "ch1_floor": names.quoted(floor)})
-
 # %% mystnb={"figure": {"caption": "Relative residual $r(X_l)$ (composite norm, log scale) against depth in pure softmax self-attention with random weights, one line per logit scale. Lines: geometric mean over random inputs and weight draws; bands: one standard deviation of $\\log_{10} r$. The dotted line is the float64 rounding floor: values there enter the averages at the floor (censored), and a layer where most values are at the floor is not drawn. Look at how steeply each curve falls: a steeper fall at a larger logit scale means a faster collapse.", "name": "fig-pure-collapse"}}
-fig = plots.residual_bands(pure_summary, "logit_std", "logit scale {:g}", floor=floor,
-                           title="Pure softmax self-attention")
-chapter.show(fig, "fig-pure-collapse", pure_summary)
+chapter.show(figures.pure_collapse(result), "fig-pure-collapse", result.pure)
 
 # %% [markdown]
 # {numref}`fig-pure-collapse` shows the collapse: at every logit scale the residual falls
@@ -130,23 +111,8 @@ chapter.show(fig, "fig-pure-collapse", pure_summary)
 # residual of $10^{-500}$ is measured instead of rounded to zero.
 # ```
 
-# %%
-stack = settings.collapse_precise
-precise = rc.precise_collapse(settings.collapse_scales, stack.n_tokens, stack.n_tokens,
-                              stack.depth, settings.weight_draws, seed, stack.digits)
-lost = rc.precise_digits_lost(precise, floor_log10=floor_log10(stack.digits))
-fit = rc.growth_window(lost)
-growth, points = rc.growth_factors(fit), rc.fit_points(fit)
-
-# %% tags=["remove-cell"]
-chapter.glue({"ch1_growth_min": growth.min(), "ch1_growth_max": growth.max(),
-              "ch1_fit_points": int(points.min()), "ch1_digits": stack.digits,
-              "ch1_precise_n": stack.n_tokens, "ch1_precise_draws": settings.weight_draws,
-              "ch1_min_lost": rc.GROWTH_MIN_LOST, "ch1_min_lost_r": rc.GROWTH_MIN_RESIDUAL,
-              "ch1_float_layers": rc.layers_above_floor(pure_summary, floor=floor)})
-
 # %% mystnb={"figure": {"caption": "Digits lost, $-\\log_{10} r(X_l)$, on a log axis against depth, pure softmax self-attention with random weights computed with high-precision arithmetic (digits in the text). Markers: mean over independent draws of tokens and weights; bars: smallest to largest draw. Straight lines mean doubly exponential collapse; the grey dashed line grows by a factor 3 per layer, the cubic law's rate. Where the markers follow a straight line parallel to the grey one, the digits lost triple per layer.", "name": "fig-double-exp"}}
-chapter.show(plots.digits_lost_figure(lost), "fig-double-exp", lost)
+chapter.show(figures.digits_lost(result.lost), "fig-double-exp", result.lost)
 
 # %% [markdown]
 # Once the residual is below {glue:text}`ch1_min_lost_r:g` ({glue:text}`ch1_min_lost:g`
@@ -163,26 +129,10 @@ chapter.show(plots.digits_lost_figure(lost), "fig-double-exp", lost)
 # Real Transformer blocks add three parts around attention: a skip connection
 # ($X + \mathrm{SA}(X)$), a feed-forward network, and LayerNorm (here *pre*-LN, inside each
 # branch, as in ViT; see chapter 5's models). We switch them on one at a time, with the same
-# weights scale (logit scale 1) and inputs as above.
-
-# %%
-variants = {"pure attention": {}, "+ skip": dict(skip=True), "+ FFN": dict(ffn=True),
-            "+ LayerNorm": dict(layernorm=True), "+ skip + FFN": dict(skip=True, ffn=True),
-            "full block": dict(skip=True, ffn=True, layernorm=True)}
-parts = rc.sweep([dict(normalization="softmax", logit_std=settings.parts_scale, label=k, **v)
-                  for k, v in variants.items()], **sizes)
-parts_summary = rc.log_summary(parts, ["label", "layer"], floor=floor)
-last = rc.final_residuals(parts_summary, settings.depth)
-
-# %% tags=["remove-cell"]
-chapter.glue({"ch1_depth": settings.depth, "ch1_last_skip": last["+ skip"],
-              "ch1_last_full": last["full block"]})
-chapter.glue_text({"ch1_parts": rc.parts_sentence(last)})
+# weights scale (logit scale {glue:text}`ch1_parts_scale:g`) and inputs as above.
 
 # %% mystnb={"figure": {"caption": "Relative residual against depth (log scale) with the parts of a Transformer block switched on one at a time; random weights, logit scale 1, softmax. Lines: geometric mean over inputs and weight draws; bands: one standard deviation of $\\log_{10} r$; dotted: the float64 rounding floor (layers mostly at the floor are not drawn). A curve that stays level keeps the tokens apart; one that falls towards the floor collapses.", "name": "fig-block-parts"}}
-fig = plots.residual_bands(parts_summary, "label", floor=floor,
-                           title="Which parts stop the collapse")
-chapter.show(fig, "fig-block-parts", parts_summary)
+chapter.show(figures.block_parts(result), "fig-block-parts", result.parts)
 
 # %% [markdown]
 # After {glue:text}`ch1_depth` layers ({numref}`fig-block-parts`), the configurations
@@ -199,13 +149,7 @@ chapter.show(fig, "fig-block-parts", parts_summary)
 # (a common point plus $k$ random directions), {glue:text}`ch1_ln_draws` draws per $k$.
 
 # %%
-ln_table, ln_counts = rc.layernorm_summary(rc.layernorm_rank_check(
-    n_tokens=settings.n_tokens, d_model=settings.d_model, ranks=settings.layernorm_ranks,
-    draws=settings.layernorm_draws, seed=seed))
-chapter.glue({"ch1_ln_draws": settings.layernorm_draws,
-              **{f"ch1_ln_{k}": v for k, v in ln_counts.items()}})
-chapter.glue_text({"ch1_ln_verdict": rc.layernorm_sentence(ln_counts)})
-ln_table
+result.layernorm
 
 # %% [markdown]
 # The table gives the range over draws of each rank. {glue:md}`ch1_ln_verdict`
@@ -227,20 +171,8 @@ ln_table
 # every token becomes the same average. Peaked attention with a skip connection copies
 # tokens almost unchanged: entropy falls, rank survives.
 
-# %%
-contrast = rc.sweep(rc.contrast_configs(*settings.contrast_scales), **sizes)
-entropy = rc.entropy_summary(contrast, ["label", "layer"])
-res_summary = rc.log_summary(contrast, ["label", "layer"], floor=floor)
-chapter.glue({"ch1_log_n": np.log(settings.n_tokens)})
-chapter.glue_text({"ch1_contrast": rc.contrast_sentence(
-    rc.final_entropies(entropy, settings.depth), rc.final_residuals(res_summary, settings.depth),
-    np.log(settings.n_tokens))})
-
 # %% mystnb={"figure": {"caption": "Two different collapses. Left: relative residual (log scale). Right: mean row entropy of the attention in nats (dotted: $\\log n$, uniform rows). Bands: one standard deviation over inputs and weight draws (of $\\log_{10} r$ on the left, of the entropy on the right). Compare the two panels: curves that fall fast on the left should have low entropy on the right if sharp attention drives the collapse.", "name": "fig-rank-vs-entropy"}}
-fig = plots.rank_and_entropy(res_summary, entropy, np.log(settings.n_tokens))
-chapter.show(fig, "fig-rank-vs-entropy",
-             pd.concat([res_summary.assign(quantity="log10 residual"),
-                        entropy.assign(quantity="entropy (nats)")]))
+chapter.show(figures.rank_vs_entropy(result), "fig-rank-vs-entropy", result.rank_vs_entropy)
 
 # %% [markdown]
 # {numref}`fig-rank-vs-entropy` sets the two side by side ($\log n$ =
@@ -264,6 +196,4 @@ chapter.show(fig, "fig-rank-vs-entropy",
 # ````
 
 # %% tags=["remove-cell"]
-chapter.glue_claims("ch1_claims", rc.claims(
-    rc.final_residuals(pure_summary, settings.depth, by="logit_std"), last["+ skip"], growth,
-    points=int(points.min()), digits=stack.digits), "01_rank_collapse")
+chapter.glue_claims("ch1_claims", result.claims, "01_rank_collapse")

@@ -15,6 +15,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from rankcollapse import plots  # noqa: E402
+from rankcollapse.experiments.rank_collapse import figures as ch1_figures  # noqa: E402
 
 FLOOR = 2.2e-15  # the float64 rounding floor (measures.rounding_floor)
 TITLES = {"text": "text classification (stand-in: wordnet4)",
@@ -195,10 +196,10 @@ def figures():
         "residual_bands_styles": lambda: plots.residual_bands(
             summary(normalization=NORMS, logit_std=(1, 4)), "normalization",
             "{}, logit scale {:g}", style="logit_std", floor=FLOOR),
-        "digits_lost_figure": lambda: plots.digits_lost_figure(pd.DataFrame(
+        "digits_lost": lambda: ch1_figures.digits_lost(pd.DataFrame(
             [dict(logit_std=s, layer=layer, lost=s * 3.0**layer, low=0.8 * s * 3.0**layer,
                   high=1.2 * s * 3.0**layer) for s in (1, 2) for layer in range(1, 5)])),
-        "rank_and_entropy": lambda: plots.rank_and_entropy(
+        "rank_and_entropy": lambda: ch1_figures.rank_and_entropy(
             summary(label=["attention", "with skip"]),
             summary(label=["attention", "with skip"]).assign(mean=lambda d: 2 - 0.1 * d.layer),
             np.log(16)),

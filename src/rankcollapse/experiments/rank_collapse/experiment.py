@@ -12,15 +12,15 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import precise
-from ..measures import (affine_rank, layer_table, relative_residual, residual, rounding_floor,
+from ... import precise
+from ...measures import (affine_rank, layer_table, relative_residual, residual, rounding_floor,
                         row_entropy)
-from ..models import Encoder, Switches, random_stack
-from ..claim_rows import Claim
-from ..registry import COLLAPSED
-from ..stats import growth_factor, mostly_at_floor, significant
-from ..verdicts import check_result
-from ..theory import random_head
+from ...models import Encoder, Switches, random_stack
+from ...claim_rows import Claim
+from ...registry import COLLAPSED
+from ...stats import growth_factor, mostly_at_floor, significant
+from ...verdicts import check_result
+from ...theory import random_head
 
 
 def random_tokens(n_samples: int, n_tokens: int, d_model: int, generator: torch.Generator,
