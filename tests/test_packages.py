@@ -109,3 +109,13 @@ def test_pip_install_without_extras_then_import_every_module(tmp_path):
     assert done.stdout.strip() == "2000"
     tooling = subprocess.run([str(python), "-c", "import papermill"], capture_output=True)
     assert tooling.returncode != 0  # the extras were really not installed
+
+
+def test_every_package_of_the_source_tree_is_installed():
+    """The wheel holds the packages pyproject.toml lists: a package folder left out of the
+    list would import from a checkout and be missing from an installation."""
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+                 ["packages"])
+    found = {".".join(p.parent.relative_to(ROOT / "src").parts)
+             for p in (ROOT / "src").rglob("__init__.py") if ".egg-info" not in str(p)}
+    assert found | {"rankcollapse.standins"} == listed
