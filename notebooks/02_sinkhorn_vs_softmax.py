@@ -33,19 +33,15 @@ chapter = chapter_header(profile, device, seed)
 settings = chapter.settings
 
 # %%
-import numpy as np
-import pandas as pd
-import torch
-
-from rankcollapse import names, plots, sinkhorn, softmax
-from rankcollapse.experiments import rank_collapse as rc
+from rankcollapse import names
 from rankcollapse.experiments import sinkhorn_vs_softmax as sv
-from rankcollapse.measures import rounding_floor
-from rankcollapse.registry import COLLAPSED, ENTROPY_SCALES, PAPER_N
-from rankcollapse.timing import time_vs_n
+from rankcollapse.experiments.sinkhorn_vs_softmax import figures
 
-gen = torch.Generator().manual_seed(seed)
-n = settings.n_tokens
+result = sv.run(settings, chapter.device, seed)  # every number of this chapter
+
+# %% tags=["remove-cell"]
+chapter.glue(result.glue)
+chapter.glue_text(result.text)
 
 # %% [markdown]
 # ## The algorithm
@@ -83,12 +79,8 @@ n = settings.n_tokens
 # We draw random logits with i.i.d. normal entries of standard deviation $\sigma$ (the
 # *logit scale*) and track the largest deviation of a row sum and of a column sum from one.
 
-# %%
-scales = ENTROPY_SCALES
-curves = sv.convergence_curves(scales, settings.n_samples, n, settings.convergence_steps, gen)
-
 # %% mystnb={"figure": {"caption": "Marginal errors of Sinkhorn's algorithm against the number of steps, for random logits of the scales in the legend ($n$ tokens as in the profile, mean over random draws; float32, so errors stop near $10^{-7}$). Left, half-steps (Sinkformers' convention): after a row step the row error is at rounding level and the column error is what remains, and vice versa. Right, full iterations (this book's convention): columns are exact after every iteration, the row error is plotted. Dashed: the paper's 50 iterations. A curve that crosses below the others sooner converges faster; curves still high at the dashed line are not converged after 50 iterations.", "name": "fig-convergence"}}
-chapter.show(plots.convergence_figure(curves, settings.n_iter), "fig-convergence", curves)
+chapter.show(figures.convergence(result), "fig-convergence", result.curves)
 
 # %% [markdown]
 # What does "effectively doubly stochastic after 50 iterations" mean in numbers? The error
@@ -99,14 +91,7 @@ chapter.show(plots.convergence_figure(curves, settings.n_iter), "fig-convergence
 # (The figure above shows means over fewer draws, in float32.)
 
 # %%
-after_iterations = sv.error_after(settings.n_iter, sorted({n, PAPER_N}), scales,
-                          draws=settings.error_draws, generator=gen)
-after_iterations.style.format("{:.1e}").format_index("{:g}")
-
-# %% tags=["remove-cell"]
-chapter.glue({"ch2_error_draws": settings.error_draws, "ch2_n_iter": settings.n_iter})
-chapter.glue_text({"ch2_errors": sv.error_sentence(after_iterations, n,
-                                                   settings.error_quoted_scales)})
+result.after.style.format("{:.1e}").format_index("{:g}")
 
 # %% [markdown]
 # {glue:md}`ch2_errors` Large logits push
@@ -122,40 +107,16 @@ chapter.glue_text({"ch2_errors": sv.error_sentence(after_iterations, n,
 # keys' totals (column sums) uneven, here from {glue:text}`ch2_colsum_min:.2f` to
 # {glue:text}`ch2_colsum_max:.2f`; Sinkhorn makes every key's total one.
 
-# %%
-side, scale = settings.heatmap
-small = torch.randn(side, side, generator=gen) * scale
-pair = {"softmax": softmax(small).numpy(),
-        f"Sinkhorn ({settings.n_iter} iterations)": sinkhorn(small, settings.n_iter).numpy()}
-chapter.glue({"ch2_colsum_min": pair["softmax"].sum(0).min(),
-              "ch2_colsum_max": pair["softmax"].sum(0).max(), "ch2_heat_n": side,
-              "ch2_heat_scale": scale})
-
 # %% mystnb={"figure": {"caption": "Softmax and Sinkhorn attention for the same random logits (their size and scale are in the text); rows are queries, columns keys. The bars above each map are the column sums: uneven for softmax, all one for Sinkhorn. Look at the bars: Sinkhorn's are all at one, softmax's are not.", "name": "fig-heatmaps"}}
-weights = pd.concat([pd.DataFrame(p).stack().rename("weight").rename_axis(["query", "key"])
-                     .reset_index().assign(normalization=k) for k, p in pair.items()])
-chapter.show(plots.heatmaps(pair), "fig-heatmaps", weights)
+chapter.show(figures.heatmaps(result), "fig-heatmaps", result.heat_weights)
 
 # %% [markdown]
 # Sinkhorn solves the same entropy-regularized problem under more constraints; whether its
 # rows end up more spread out is a question for the numbers. {numref}`fig-entropy` compares
 # the mean row entropy over {glue:text}`ch2_draws` random logit matrices per scale.
 
-# %%
-entropies = sv.entropy_table(scales, settings.entropy_draws, n, gen)
-entropy = sv.entropy_comparison(entropies)
-
-# %% tags=["remove-cell"]
-chapter.glue({"ch2_draws": settings.entropy_draws,
-              "ch2_entropy_scale": settings.entropy_quoted_scale,
-              "ch2_entropy_gain": sv.entropy_gain(entropies, settings.entropy_quoted_scale)})
-chapter.glue_text({"ch2_entropy_verdict": sv.entropy_sentence(entropy)})
-
 # %% mystnb={"figure": {"caption": "Mean row entropy (nats) of softmax (blue) and Sinkhorn (red) attention for random logits of increasing scale; boxes show the distribution over independent random draws. Dotted: $\\log n$, the entropy of uniform rows. Where the red boxes sit above the blue ones, Sinkhorn rows spread more evenly.", "name": "fig-entropy"}}
-fig = plots.paired_boxes(entropies, "scale", "entropy", xlabel="logit scale $\\sigma$",
-                         ylabel="mean row entropy (nats)")
-fig.axes[0].axhline(np.log(n), color="grey", linestyle=":")
-chapter.show(fig, "fig-entropy", entropies)
+chapter.show(figures.entropy(result), "fig-entropy", result.entropies)
 
 # %% [markdown]
 # Compared over the independent draws at each logit scale (the book's
@@ -170,24 +131,8 @@ chapter.show(fig, "fig-entropy", entropies)
 # and inputs for both normalizations ({glue:text}`ch2_draws_w` weight draws at each logit
 # scale, {glue:text}`ch2_inputs` random inputs each; float64).
 
-# %%
-floor = rounding_floor(torch.float64)
-stacks = rc.sweep([dict(normalization=nm, logit_std=s) for nm in ("softmax", "sinkhorn")
-                   for s in settings.pure_scales], settings.n_samples, n, settings.d_model,
-                  settings.n_heads, settings.depth, settings.n_iter, seed, chapter.device,
-                  dtype=torch.float64, weight_draws=settings.weight_draws)
-stack_summary = rc.log_summary(stacks, ["normalization", "logit_std", "layer"], floor=floor)
-reach = sv.layers_to(stack_summary, COLLAPSED)
-
-# %% tags=["remove-cell"]
-chapter.glue({"ch2_draws_w": settings.weight_draws, "ch2_inputs": settings.n_samples,
-              "ch2_collapsed": COLLAPSED, **{f"ch2_{k}": v for k, v in sv.reach_gaps(reach).items()}})
-chapter.glue_text({"ch2_reach": sv.reach_sentence(reach)})
-
 # %% mystnb={"figure": {"caption": "Relative residual (composite norm, log scale) against depth in pure self-attention with random weights, softmax (blue) and Sinkhorn (red), for the logit scales of the legend (line styles). Same weights and inputs for both; lines: geometric mean over inputs and weight draws; bands: one standard deviation of $\\log_{10} r$; values at the float64 rounding floor enter at the floor (censored), and a layer mostly at the floor is not drawn. Where the red and blue curves of one line style lie on top of each other, the two normalizations collapse alike.", "name": "fig-pure-both"}}
-fig = plots.residual_bands(stack_summary, "normalization", "{}, logit scale {:g}",
-                           style="logit_std")
-chapter.show(fig, "fig-pure-both", stack_summary)
+chapter.show(figures.pure_both(result), "fig-pure-both", result.pure)
 
 # %% [markdown]
 # The layer at which the geometric-mean residual ({numref}`fig-pure-both`) first falls below
@@ -195,7 +140,7 @@ chapter.show(fig, "fig-pure-both", stack_summary)
 # normalization:
 
 # %%
-names.readable(reach)
+names.readable(result.reach)
 
 # %% [markdown]
 # {glue:md}`ch2_reach` (A description of the geometric means, not a test; see the figure
@@ -214,18 +159,8 @@ names.readable(reach)
 # as matrix-vector products (see the module documentation and `benchmarks/sinkhorn.py`);
 # the plain reference alternates `logsumexp` over rows and columns.
 
-# %%
-timing = time_vs_n(list(settings.cost_sizes), batch=settings.cost_batch, n_iter=settings.n_iter,
-                   repeats=settings.cost_repeats, device=chapter.device)
-per_n = timing.pivot(index="n", columns="implementation", values="seconds")
-largest = max(settings.cost_sizes)
-chapter.glue({"ch2_cost_ratio": per_n.loc[largest, "sinkhorn"] / per_n.loc[largest, "softmax"],
-              "ch2_speedup": per_n.loc[largest, "log-domain reference"] / per_n.loc[largest, "sinkhorn"],
-              "ch2_cost_n": largest, "ch2_cost_batch": settings.cost_batch,
-              "ch2_cost_repeats": settings.cost_repeats})
-
 # %% mystnb={"figure": {"caption": "Time of one call on a batch of float32 logit matrices of size $n \\times n$ (the median of interleaved runs; batch and rounds in the text; on the device named in this chapter's header box): softmax (blue), this library's Sinkhorn (red) and the plain log-domain Sinkhorn loop (grey, dashed). The vertical gap between the red and blue lines is the cost of Sinkhorn's iterations at each size.", "name": "fig-cost"}}
-chapter.show(plots.cost_figure(per_n), "fig-cost", timing)
+chapter.show(figures.cost(result), "fig-cost", result.timing)
 
 # %% [markdown]
 # On a batch of {glue:text}`ch2_cost_batch` matrices, each time the median of
@@ -250,4 +185,4 @@ chapter.show(plots.cost_figure(per_n), "fig-cost", timing)
 # ````
 
 # %% tags=["remove-cell"]
-chapter.glue_claims("ch2_claims", sv.claims(after_iterations, entropies, settings), "02_sinkhorn_vs_softmax")
+chapter.glue_claims("ch2_claims", result.claims, "02_sinkhorn_vs_softmax")

@@ -14,7 +14,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from rankcollapse.claim_rows import Claim  # noqa: E402
-from rankcollapse.experiments import rank_collapse  # noqa: E402
+from rankcollapse.experiments import rank_collapse, sinkhorn_vs_softmax  # noqa: E402
 from rankcollapse.profiles import get_profile  # noqa: E402
 
 CPU = torch.device("cpu")
@@ -55,3 +55,22 @@ def test_rank_collapse_runs_under_smoke():
 @pytest.mark.slow
 def test_rank_collapse_runs_under_full_smoke():
     run_rank_collapse("full-smoke")
+
+
+def run_sinkhorn_vs_softmax(profile: str):
+    result = sinkhorn_vs_softmax.run(get_profile(profile), CPU, seed=0)
+    check_common(result)
+    f = sinkhorn_vs_softmax.figures
+    draw_all([f.convergence, f.heatmaps, f.entropy, f.pure_both, f.cost], result)
+    assert len(result.heat_weights) == 2 * get_profile(profile).heatmap[0] ** 2
+    assert list(result.per_n.index) == list(get_profile(profile).cost_sizes)
+    return result
+
+
+def test_sinkhorn_vs_softmax_runs_under_smoke():
+    run_sinkhorn_vs_softmax("smoke")
+
+
+@pytest.mark.slow
+def test_sinkhorn_vs_softmax_runs_under_full_smoke():
+    run_sinkhorn_vs_softmax("full-smoke")

@@ -16,6 +16,7 @@ import pytest  # noqa: E402
 
 from rankcollapse import plots  # noqa: E402
 from rankcollapse.experiments.rank_collapse import figures as ch1_figures  # noqa: E402
+from rankcollapse.experiments.sinkhorn_vs_softmax import figures as ch2_figures  # noqa: E402
 
 FLOOR = 2.2e-15  # the float64 rounding floor (measures.rounding_floor)
 TITLES = {"text": "text classification (stand-in: wordnet4)",
@@ -203,14 +204,14 @@ def figures():
             summary(label=["attention", "with skip"]),
             summary(label=["attention", "with skip"]).assign(mean=lambda d: 2 - 0.1 * d.layer),
             np.log(16)),
-        "convergence_figure": lambda: plots.convergence_figure(curves, 10),
-        "heatmaps": lambda: plots.heatmaps({name: r.dirichlet(np.ones(6), 6) for name in
+        "convergence_lines": lambda: ch2_figures.convergence_lines(curves, 10),
+        "heatmap_pair": lambda: ch2_figures.heatmap_pair({name: r.dirichlet(np.ones(6), 6) for name in
                                             ("softmax", "Sinkhorn")}),
         "paired_boxes": lambda: plots.paired_boxes(pd.DataFrame(
             [dict(scale=s, normalization=name, entropy=2 - 0.2 * s + r.normal(0, 0.1))
              for s in (0.5, 1, 2) for name in NORMS for _ in range(10)]), "scale", "entropy",
             xlabel="logit scale $\\sigma$", ylabel="row entropy (nats)"),
-        "cost_figure": lambda: plots.cost_figure(pd.DataFrame(
+        "cost_lines": lambda: ch2_figures.cost_lines(pd.DataFrame(
             {"softmax": [1e-5, 2e-5, 8e-5], "sinkhorn": [1e-4, 3e-4, 1e-3],
              "loop": [1e-3, 4e-3, 2e-2]}, index=[16, 64, 256])),
         "loglog_points": lambda: plots.loglog_points(lin, "eps", "error", {}, "logit scale",

@@ -178,43 +178,6 @@ def residual_bands(summary: pd.DataFrame, hue: str, label: str = "{}", style: st
     return fig
 
 
-# ----------------------------------------------------------------------------- chapter 2
-
-
-def convergence_figure(curves: pd.DataFrame, n_iter: int):
-    """Marginal errors against half-steps (left) and full iterations (right, row error),
-    one line per logit scale; dashed lines at `n_iter` full iterations."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(WIDTH, 3.6), sharey=True)
-    palette = colors(curves["scale"])
-    for s, c in curves.groupby("scale"):
-        left.plot(c["half_steps"], np.maximum(c["row_error"], c["column_error"]),
-                  color=palette[s], label=f"$\\sigma$ = {s:g}")
-        full = c[c["half_steps"] % 2 == 0]
-        right.plot(full["full_iterations"], full["row_error"], color=palette[s])
-    left.axvline(2 * n_iter, color="grey", linestyle="--")
-    right.axvline(n_iter, color="grey", linestyle="--")
-    left.set(yscale="log", xlabel="half-steps (Sinkformers' n_it)",
-             ylabel="max |marginal sum − 1|", title="Half-step convention")
-    right.set(xlabel="full iterations (this book's n_iter)", title="Full-iteration convention")
-    left.legend()
-    return fig
-
-
-def heatmaps(pair: dict[str, np.ndarray]):
-    """Attention maps side by side, each with its column sums as bars above it."""
-    fig, axes = plt.subplots(2, len(pair), figsize=(8, 4.8), height_ratios=[1, 4],
-                             sharex="col")
-    vmax = max(float(p.max()) for p in pair.values())
-    for (name, p), top, ax in zip(pair.items(), axes[0], axes[1]):
-        top.bar(range(p.shape[1]), p.sum(0), color="grey")
-        top.set(ylabel="column sum", ylim=(0, 2.2), title=name)
-        image = ax.imshow(p, cmap="viridis", vmin=0, vmax=vmax)
-        ax.set(xlabel="key", ylabel="query")
-        ax.grid(False)
-    fig.colorbar(image, ax=axes[1], label="attention weight", shrink=0.8)
-    return fig
-
-
 def paired_boxes(table: pd.DataFrame, x: str, y: str, ax=None, log: bool = False,
                  figsize=(6.5, 3.6), **labels):
     """Box plots of `y` per `x`, softmax and Sinkhorn side by side in their colours."""
@@ -225,21 +188,6 @@ def paired_boxes(table: pd.DataFrame, x: str, y: str, ax=None, log: bool = False
     if ax.get_legend() is not None:
         for text in ax.get_legend().get_texts():
             text.set_text(display(text.get_text()))
-    return fig
-
-
-def cost_figure(per_n: pd.DataFrame, ours: str = "sinkhorn", fast: str = "softmax"):
-    """Time per call against n (log-log): softmax blue, our Sinkhorn red, others grey."""
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    for name in per_n.columns:
-        color = {fast: NORMALIZATION_COLORS["softmax"],
-                 ours: NORMALIZATION_COLORS["sinkhorn"]}.get(name, "grey")
-        ax.plot(per_n.index, per_n[name] * 1e3, marker="o", color=color, label=name,
-                linestyle="-" if name in (ours, fast) else "--")
-    ax.set(xscale="log", yscale="log", xlabel="sequence length $n$", ylabel="time per call (ms)")
-    ax.set_xticks(per_n.index, per_n.index, minor=False)
-    ax.minorticks_off()
-    ax.legend()
     return fig
 
 

@@ -8,16 +8,16 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..masks import log_normalize
-from ..measures import row_entropy
-from ..normalizations import marginal_errors, sinkhorn, softmax
-from ..profiles import Profile
-from ..claim_rows import Claim
-from ..primary_tests import run_part
-from ..registry import ENTROPY_MARGIN, PAPER_N, PAPER_SCALE, scale_label
-from ..stats import compare_table, describe, mostly_at_floor, significant, unit_values
-from ..verdicts import SHARE, TOLERANCE, marginal_check, results_sentence
-from ..names import quoted
+from ...masks import log_normalize
+from ...measures import row_entropy
+from ...normalizations import marginal_errors, sinkhorn, softmax
+from ...profiles import Profile
+from ...claim_rows import Claim
+from ...primary_tests import run_part
+from ...registry import ENTROPY_MARGIN, PAPER_N, PAPER_SCALE, scale_label
+from ...stats import compare_table, describe, mostly_at_floor, significant, unit_values
+from ...verdicts import SHARE, TOLERANCE, marginal_check, results_sentence
+from ...names import quoted
 
 
 def convergence(logits: torch.Tensor, max_half_steps: int) -> pd.DataFrame:
