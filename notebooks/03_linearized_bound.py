@@ -42,17 +42,14 @@ chapter = chapter_header(profile, device, seed)
 settings = chapter.settings
 
 # %%
-import pandas as pd
-import torch
-
-from rankcollapse import names, plots
-from rankcollapse import precise as hp
 from rankcollapse.experiments import linearized_bound as lb
-from rankcollapse.theory import random_head
+from rankcollapse.experiments.linearized_bound import figures
 
-gen = torch.Generator().manual_seed(seed)
-n, d = settings.n_tokens, settings.d_model
-d_qk = d // settings.n_heads
+result = lb.run(settings, chapter.device, seed)  # every number of this chapter
+
+# %% tags=["remove-cell"]
+chapter.glue(result.glue)
+chapter.glue_text(result.text)
 
 # %% [markdown]
 # ## First-order expansions
@@ -71,21 +68,8 @@ d_qk = d // settings.n_heads
 # {numref}`fig-linearization` checks both: the error of each expansion against the real
 # operator falls like $\varepsilon^2$.
 
-# %%
-a = torch.randn(n, n, generator=gen, dtype=torch.float64)
-eps = settings.linearization_eps.values
-lin = lb.linearization_errors(a, eps, n_iter=settings.n_iter)
-slopes = lb.linearization_slopes(lin)
-chapter.glue({"ch3_slope_softmax": slopes["softmax"], "ch3_slope_sinkhorn": slopes["sinkhorn"],
-              "ch3_lin_window": lb.LINEARIZATION_WINDOW, "ch3_cubic_window": lb.CUBIC_WINDOW})
-
 # %% mystnb={"figure": {"caption": "Frobenius error of the first-order expansions against the real operators for logits $\\varepsilon A$ ($A$ a random standard normal $n\\times n$ matrix, float64, Sinkhorn with 50 iterations), softmax blue and Sinkhorn red, log-log. The dashed line has slope 2. Markers parallel to the dashed line have an error of second order, as the expansion predicts.", "name": "fig-linearization"}}
-guide = lb.order_guide(lin, "eps", "error", lb.LINEARIZATION_ORDER)
-fig = plots.loglog_points(lin, "eps", "error", guide=guide, xlabel="logit scale $\\varepsilon$",
-                          ylabel="$\\|P(\\varepsilon A) - P_{\\mathrm{lin}}(\\varepsilon A)\\|_F$",
-                          labels={k: f"{k} (slope {v:.2f} for ε ≤ {lb.LINEARIZATION_WINDOW:g})"
-                                  for k, v in slopes.items()})
-chapter.show(fig, "fig-linearization", lin)
+chapter.show(figures.linearization(result), "fig-linearization", result.linearization)
 
 # %% [markdown]
 # Fitted slopes for $\varepsilon \le$ {glue:text}`ch3_lin_window:g`:
@@ -108,28 +92,8 @@ chapter.show(fig, "fig-linearization", lin)
 # $c = \|W_{QK}\|_2\|W_V\|_2 / (n\sqrt{d_{qk}})$. We test it on inputs
 # $X = \mathbf 1 m^\top + s Z$: a common token $m$ plus a residual of size $s$.
 
-# %%
-head = random_head(d, d_qk, logit_std=settings.head_scale, generator=gen)
-x0, z = lb.shared_token_input(n, d, gen)
-layer = lb.one_layer_table(x0, z, settings.layer_scales.values, head, n_iter=settings.n_iter)
-cubic = lb.cubic_slopes(layer)
-measured = lb.measured_constants(layer)
-
-# %% tags=["remove-cell"]
-chapter.glue({"ch3_cubic_softmax": cubic["softmax"], "ch3_cubic_sinkhorn": cubic["sinkhorn"],
-              "ch3_c_pred": head.constant(n), "ch3_c_meas_sinkhorn": measured["sinkhorn"],
-              "ch3_c_meas_softmax": measured["softmax"],
-              "ch3_looseness": head.constant(n) / measured["sinkhorn"]})
-
 # %% mystnb={"figure": {"caption": "One pure attention layer: spectral norm of the output residual against that of the input residual (inputs $\\mathbf 1 m^\\top + sZ$, one random head, float64), log-log. Dots: measured (softmax blue, Sinkhorn red); grey: the first-order formula $R W_{QK} R^\\top R W_V/(n\\sqrt{d_{qk}})$; dashed: the bound $c\\|R\\|_2^3$. Where the dots lie on the grey line, the first-order formula describes the layer; all dots below the dashed line means the bound holds.", "name": "fig-cubic"}}
-ref = layer[layer["normalization"] == "sinkhorn"]
-guide = pd.concat([pd.DataFrame({"x": ref["input_residual"], "y": ref[col], "label": label,
-                                 "style": style}) for col, label, style in
-                   [("predicted", "first-order formula", "-"), ("bound", "bound $c\\|R\\|^3$", "--")]])
-fig = plots.loglog_points(layer, "input_residual", "output_residual", {}, guide=guide,
-                          xlabel="input residual $\\|R\\|_2$",
-                          ylabel="output residual $\\|\\mathrm{res}(PXW_V)\\|_2$")
-chapter.show(fig, "fig-cubic", layer)
+chapter.show(figures.cubic(result), "fig-cubic", result.layer)
 
 # %% [markdown]
 # In the small-residual regime ($s \le$ {glue:text}`ch3_cubic_window:g`) the slopes are
@@ -162,24 +126,8 @@ chapter.show(fig, "fig-cubic", layer)
 # residuals of $10^{-200}$ are measured rather than rounded to zero.
 # ```
 
-# %%
-stack = settings.bound_precise
-heads = [random_head(d, d_qk, logit_std=settings.head_scale, generator=gen)
-         for _ in range(stack.depth)]
-stacks = lb.stack_table(x0, z, settings.stack_starts, heads, n_iter=settings.n_iter)
-floor_log10 = hp.floor_log10(stack.digits)
-precise = lb.precise_stack(stack, settings.bound_starts, settings.head_scale, gen,
-                           n_iter=settings.n_iter)
-bound = lb.bound_check(precise, floor_log10=floor_log10)
-
-# %% tags=["remove-cell"]
-chapter.glue({"ch3_depth": stack.depth, "ch3_small_n": stack.n_tokens, "ch3_digits": stack.digits,
-              "ch3_growth": lb.digit_growth(precise, floor_log10),
-              "ch3_float_deepest": lb.bound_check(stacks).deepest})
-chapter.glue_text({"ch3_bound_verdict": lb.bound_sentence(precise, floor_log10)})
-
 # %% mystnb={"figure": {"caption": "Pure attention stack of random heads, computed with high-precision arithmetic (digits in the text): measured spectral norm of the residual (softmax blue, hollow; Sinkhorn red) and the first-order $L$-layer bound (grey), log scale, one line style per starting residual size $s$. Where the coloured markers lie below the grey line of the same style, the bound holds at that layer.", "name": "fig-depth-bound"}}
-chapter.show(plots.depth_bound_figure(precise), "fig-depth-bound", precise)
+chapter.show(figures.depth_bound(result), "fig-depth-bound", result.precise)
 
 # %% [markdown]
 # In float64 the residual reaches the rounding floor after layer
@@ -200,20 +148,8 @@ chapter.show(plots.depth_bound_figure(precise), "fig-depth-bound", precise)
 # residual to the first-order formula against the spectral norm of the centred logits
 # $\|C A C\|_2$ (row and column constants do not matter, as shown above).
 
-# %%
-sweep = lb.regime_sweep(x0, z, settings.regime_logit_stds, settings.regime_scales.values, d,
-                        d_qk, gen, n_iter=settings.n_iter)
-edges = lb.regime_edge(sweep)
-chapter.glue({"ch3_regime_stds": ", ".join(f"{s:g}" for s in settings.regime_logit_stds),
-              "ch3_tolerance": lb.REGIME_TOLERANCE,
-              "ch3_edge_softmax": names.quoted(edges["softmax"].within),
-              "ch3_edge_sinkhorn": names.quoted(edges["sinkhorn"].within),
-              "ch3_off_softmax": names.quoted(edges["softmax"].off),
-              "ch3_off_sinkhorn": names.quoted(edges["sinkhorn"].off),
-              "ch3_loose_min": sweep["looseness"].min(), "ch3_loose_max": sweep["looseness"].max()})
-
 # %% mystnb={"figure": {"caption": "Left: measured output residual divided by the first-order formula against the spectral norm of the centred logits, for three logit scales (markers) and many input residual sizes, softmax blue and Sinkhorn red; 1 means the formula is exact. Right: how loose the norm bound $c\\|R\\|^3$ is (bound / measured). Log axes. Points near 1 on the left mean the first-order formula is accurate there; the right shows how far above the measurement the bound sits.", "name": "fig-regime"}}
-chapter.show(plots.regime_figure(sweep), "fig-regime", sweep)
+chapter.show(figures.regime(result), "fig-regime", result.regime)
 
 # %% [markdown]
 # In this run the first-order formula stays within {glue:text}`ch3_tolerance:.0%` of the
@@ -238,12 +174,8 @@ chapter.show(plots.regime_figure(sweep), "fig-regime", sweep)
 # difference must therefore shrink faster than the residual itself as the input residual
 # shrinks:
 
-# %%
-gap = lb.first_order_gap(layer)
-chapter.glue_text({"ch3_gap_verdict": lb.gap_sentence(gap)})
-
 # %% mystnb={"figure": {"caption": "Relative difference between the softmax and Sinkhorn output residual norms of one layer against the input residual size $s$ (same head and inputs as the cubic-law figure), log-log. A slope of 1 or more means the two normalizations agree to first order and differ only at higher order.", "name": "fig-first-order-equal"}}
-chapter.show(plots.gap_figure(gap), "fig-first-order-equal", gap.reset_index())
+chapter.show(figures.first_order_gap(result), "fig-first-order-equal", result.gap.reset_index())
 
 # %% [markdown]
 # {glue:md}`ch3_gap_verdict` ({numref}`fig-first-order-equal`.) In the derivation the two
@@ -267,5 +199,4 @@ chapter.show(plots.gap_figure(gap), "fig-first-order-equal", gap.reset_index())
 # ````
 
 # %% tags=["remove-cell"]
-chapter.glue_claims("ch3_claims", lb.claims(cubic, bound, sweep, growth=lb.digit_growth(precise, floor_log10),
-                                            digits=stack.digits), "03_linearized_bound")
+chapter.glue_claims("ch3_claims", result.claims, "03_linearized_bound")

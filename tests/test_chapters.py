@@ -14,7 +14,8 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from rankcollapse.claim_rows import Claim  # noqa: E402
-from rankcollapse.experiments import rank_collapse, sinkhorn_vs_softmax  # noqa: E402
+from rankcollapse.experiments import (linearized_bound, rank_collapse,  # noqa: E402
+                                      sinkhorn_vs_softmax)
 from rankcollapse.profiles import get_profile  # noqa: E402
 
 CPU = torch.device("cpu")
@@ -74,3 +75,21 @@ def test_sinkhorn_vs_softmax_runs_under_smoke():
 @pytest.mark.slow
 def test_sinkhorn_vs_softmax_runs_under_full_smoke():
     run_sinkhorn_vs_softmax("full-smoke")
+
+
+def run_linearized_bound(profile: str):
+    result = linearized_bound.run(get_profile(profile), CPU, seed=0)
+    check_common(result)
+    f = linearized_bound.figures
+    draw_all([f.linearization, f.cubic, f.depth_bound, f.regime, f.first_order_gap], result)
+    assert set(result.slopes) == {"softmax", "sinkhorn"}
+    return result
+
+
+def test_linearized_bound_runs_under_smoke():
+    run_linearized_bound("smoke")
+
+
+@pytest.mark.slow
+def test_linearized_bound_runs_under_full_smoke():
+    run_linearized_bound("full-smoke")

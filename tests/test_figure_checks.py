@@ -17,6 +17,7 @@ import pytest  # noqa: E402
 from rankcollapse import plots  # noqa: E402
 from rankcollapse.experiments.rank_collapse import figures as ch1_figures  # noqa: E402
 from rankcollapse.experiments.sinkhorn_vs_softmax import figures as ch2_figures  # noqa: E402
+from rankcollapse.experiments.linearized_bound import figures as ch3_figures  # noqa: E402
 
 FLOOR = 2.2e-15  # the float64 rounding floor (measures.rounding_floor)
 TITLES = {"text": "text classification (stand-in: wordnet4)",
@@ -214,11 +215,11 @@ def figures():
         "cost_lines": lambda: ch2_figures.cost_lines(pd.DataFrame(
             {"softmax": [1e-5, 2e-5, 8e-5], "sinkhorn": [1e-4, 3e-4, 1e-3],
              "loop": [1e-3, 4e-3, 2e-2]}, index=[16, 64, 256])),
-        "loglog_points": lambda: plots.loglog_points(lin, "eps", "error", {}, "logit scale",
+        "loglog_points": lambda: ch3_figures.loglog_points(lin, "eps", "error", {}, "logit scale",
                                                      "error", guide=guide),
-        "depth_bound_figure": lambda: plots.depth_bound_figure(depth_bound_table()),
-        "regime_figure": lambda: plots.regime_figure(regime),
-        "gap_figure": lambda: plots.gap_figure(pd.Series([1e-4, 1e-3, 1e-2], index=[0.01, 0.1, 1])),
+        "depth_bound_lines": lambda: ch3_figures.depth_bound_lines(depth_bound_table()),
+        "regime_points": lambda: ch3_figures.regime_points(regime),
+        "gap_line": lambda: ch3_figures.gap_line(pd.Series([1e-4, 1e-3, 1e-2], index=[0.01, 0.1, 1])),
         "boxes_by": lambda: plots.boxes_by(path_boxes(), "setting", "depth",
                                            ylabel="rank-1 residual", floor=FLOOR),
         "ratio_figure": lambda: plots.ratio_figure(comparison(
@@ -305,7 +306,7 @@ def test_lipschitz_short_log_ranges_show_two_labels(trained_range):
 
 
 def test_depth_bound_labels_are_evenly_spaced_powers_of_ten():
-    fig = plots.depth_bound_figure(depth_bound_table())
+    fig = ch3_figures.depth_bound_lines(depth_bound_table())
     fig.canvas.draw()
     ticks = [label.get_position()[1] for label in labelled_ticks(fig.axes[0].yaxis)]
     steps = set(np.round(np.diff(np.log10(ticks)), 6))

@@ -14,16 +14,16 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import precise
-from ..measures import matrix_norm, residual
-from ..normalizations import NORMALIZATIONS, normalize
-from ..names import display
-from ..profiles import PreciseStack
-from ..claim_rows import Claim
-from ..registry import MIN_BOUND_LAYERS, REGIME, SLOPE_TOLERANCE
-from ..stats import growth_factor, loglog_slope, significant
-from ..verdicts import check_result
-from ..theory import (HeadWeights, attention_layer, depth_bound_log, head_logits,
+from ... import precise
+from ...measures import matrix_norm, residual
+from ...normalizations import NORMALIZATIONS, normalize
+from ...names import display
+from ...profiles import PreciseStack
+from ...claim_rows import Claim
+from ...registry import MIN_BOUND_LAYERS, REGIME, SLOPE_TOLERANCE
+from ...stats import growth_factor, loglog_slope, significant
+from ...verdicts import check_result
+from ...theory import (HeadWeights, attention_layer, depth_bound_log, head_logits,
                       linearized_sinkhorn, linearized_softmax, one_layer_residual, random_head)
 
 
