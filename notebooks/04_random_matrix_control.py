@@ -38,22 +38,14 @@ chapter = chapter_header(profile, device, seed)
 settings = chapter.settings
 
 # %%
-
-from rankcollapse import plots
 from rankcollapse.experiments import random_matrix_control as rm
-from rankcollapse.registry import HIDDEN_SCALES
-from rankcollapse.stats import describe
+from rankcollapse.experiments.random_matrix_control import figures
 
-layers, heads, n = settings.depth, settings.n_heads, settings.n_tokens
-batch, depths = settings.pool_batch, rm.path_depths(settings.depth)
-paths = dict(n_pools=settings.n_pools, depths=depths, n_paths=settings.paths_per_pool, seed=seed)
+result = rm.run(settings, chapter.device, seed)  # every number of this chapter
 
 # %% tags=["remove-cell"]
-chapter.glue({"ch4_layers": layers, "ch4_paths": settings.paths_per_pool, "ch4_heads": heads,
-              "ch4_batch": batch, "ch4_pools": settings.n_pools, "ch4_margin": rm.PARITY_BAND[-1],
-              "ch4_margin_low": rm.PARITY_BAND[0],
-              "ch4_iter": settings.n_iter,
-              "ch4_all_paths": settings.n_pools * settings.paths_per_pool})
+chapter.glue(result.glue)
+chapter.glue_text(result.text)
 
 # %% [markdown]
 # ## The measurement
@@ -94,38 +86,16 @@ chapter.glue({"ch4_layers": layers, "ch4_paths": settings.paths_per_pool, "ch4_h
 # by Sinkhorn ({glue:text}`ch4_iter` iterations).
 # ```
 
-# %%
-control = rm.pooled_paths({
-    "independent": rm.random_pool(layers, batch, heads, n, settings.pool_scale, n_iter=settings.n_iter),
-    "independent, half identity": rm.random_pool(layers, batch, heads, n, settings.pool_scale, identity=True,
-                                                 n_iter=settings.n_iter)}, **paths)
-advantage = rm.advantage(control)
-sentences = rm.verdicts(advantage)
-
 # %% [markdown]
 # The identity variant replaces the attention of the same random half of the layers by the
 # identity, for both normalizations, *after* normalization (the identity is not the
 # normalization of any finite logits).
 
 # %% mystnb={"figure": {"caption": "The paper's random-matrix control. Relative residual of path products against their best rank-1 approximation (composite norm, log scale) against path depth, softmax (blue) and Sinkhorn (red) built from the same i.i.d. $\\mathcal N(0,1)$ logits, same paths, all pools together. Left: all factors random. Right: half of the layers replaced by the identity. Boxes: quartiles over paths; whiskers 1.5 IQR. Where the red boxes sit above the blue ones at the same depth, Sinkhorn's products keep more rank.", "name": "fig-control-boxes"}}
-fig = plots.boxes_by(control, "setting", "depth", ylabel="rank-1 residual of the product")
-chapter.show(fig, "fig-control-boxes", control)
+chapter.show(figures.control_boxes(result), "fig-control-boxes", result.control)
 
 # %% mystnb={"figure": {"caption": "Ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth: geometric mean over independent pools with its Student t interval over pools (simultaneous 95% over the depths of each setting), for the control with independent logits and its half-identity variant. Above the line at 1 Sinkhorn keeps more rank; the grey band is the parity margin. Where a curve and its band lie above the grey band, Sinkhorn keeps more rank at that depth.", "name": "fig-control-ratio"}}
-chapter.show(plots.ratio_figure(advantage), "fig-control-ratio", advantage)
-
-# %%
-signal = rm.pooled_paths({"independent, signal order": rm.random_pool(
-    layers, batch, heads, n, settings.pool_scale, n_iter=settings.n_iter)}, order="signal", **paths)
-sentences |= rm.verdicts(rm.advantage(signal))
-
-# %% tags=["remove-cell"]
-chapter.glue_text({f"ch4_{k}_verdict": sentences[label] for k, label in
-                   [("ind", "independent"), ("idt", "independent, half identity"),
-                    ("signal", "independent, signal order")]})
-chapter.glue({f"ch4_{k}_{f}": getattr(advantage[advantage.setting == label].ratio, f)()
-              for k, label in [("ind", "independent"), ("idt", "independent, half identity")]
-              for f in ("min", "max")})
+chapter.show(figures.control_ratio(result), "fig-control-ratio", result.advantage)
 
 # %% [markdown]
 # **Result** ({numref}`fig-control-ratio`). Independent logits: the ratio runs from
@@ -154,19 +124,8 @@ chapter.glue({f"ch4_{k}_{f}": getattr(advantage[advantage.setting == label].rati
 # The paper shows the control at one setting; this sweep is the book's addition.
 # ```
 
-# %%
-sweep = rm.control_sweep(layers, batch, heads, settings.control_sizes, settings.control_scales,
-                         rm.sweep_depths(layers), settings.n_pools, settings.paths_per_pool, seed,
-                         settings.n_iter)
-
-# %% tags=["remove-cell"]
-chapter.glue({"ch4_sweep_sizes": ", ".join(map(str, settings.control_sizes)),
-              "ch4_sweep_scales": ", ".join(f"{s:g}" for s in settings.control_scales),
-              "ch4_sweep_depths": ", ".join(map(str, rm.sweep_depths(layers)))})
-chapter.glue_text({"ch4_sweep_verdict": rm.sweep_sentence(sweep)})
-
 # %% mystnb={"figure": {"caption": "The control over logit scales (horizontal, log scale) and sizes $n$ (line colours): ratio Sinkhorn / softmax of the median rank-1 residual of path products, geometric mean over independent pools with its Student t interval over pools (simultaneous 95% over the depths of each size and scale), one panel per path depth. Above 1 Sinkhorn keeps more rank; the grey band is the parity margin. Follow a curve from left to right to see how Sinkhorn's advantage changes with the logit scale.", "name": "fig-control-sweep"}}
-chapter.show(plots.sweep_figure(sweep), "fig-control-sweep", sweep)
+chapter.show(figures.control_sweep(result), "fig-control-sweep", result.sweep)
 
 # %% [markdown]
 # {glue:md}`ch4_sweep_verdict` ({numref}`fig-control-sweep`.) Where Sinkhorn keeps less, its
@@ -181,15 +140,8 @@ chapter.show(plots.sweep_figure(sweep), "fig-control-sweep", sweep)
 # $\Lambda_l$ into the attention matrix $A_l$), so every layer has the same marginal
 # distribution and consecutive layers have correlation $\rho$.
 
-# %%
-corr_adv = rm.correlated_test(layers, batch, heads, n, settings.rhos, n_iter=settings.n_iter,
-                              **paths)
-
-# %% tags=["remove-cell"]
-chapter.glue_text({"ch4_corr_verdict": rm.correlated_sentence(corr_adv)})
-
 # %% mystnb={"figure": {"caption": "Test (a): ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth for random logits with correlation $\\rho$ between consecutive layers; geometric mean over independent pools with Student t intervals (simultaneous 95% over the depths of each ρ); grey band: the parity margin. Where a curve and its band lie above the grey band, Sinkhorn keeps more rank at that depth; compare the curves to see whether correlation changes it.", "name": "fig-correlated"}}
-chapter.show(plots.ratio_figure(corr_adv), "fig-correlated", corr_adv)
+chapter.show(figures.correlated(result), "fig-correlated", result.correlated)
 
 # %% [markdown]
 # {glue:md}`ch4_corr_verdict` ({numref}`fig-correlated`.) This is the test of whether correlation between the layers' logits, of this simple Gaussian kind, can
@@ -206,18 +158,8 @@ chapter.show(plots.ratio_figure(corr_adv), "fig-correlated", corr_adv)
 # network with its own weights and inputs. Softmax and Sinkhorn networks share weights and
 # inputs.
 
-# %%
-chain = rm.chain_test(settings.d_model, heads, layers, batch, n, n_iter=settings.n_iter,
-                      device=chapter.device, **paths)
-chain_figure = chain.advantage
-
-# %% tags=["remove-cell"]
-chapter.glue_text({f"ch4_net{i}_verdict": v for i, v in enumerate(chain.verdicts.values())}
-                  | {f"ch4_beyond_{s:g}": v for s, v in chain.beyond_verdicts.items()})
-
 # %% mystnb={"figure": {"caption": "Test (b): ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth, attention computed by random-weight networks (float64) with skip connections and LayerNorm, and without both (pure), at two logit scales, and for independent random matrices at the same two scales (the control); geometric mean over independent networks or pools with Student t intervals (simultaneous 95% over the depths of each curve); grey band: the parity margin. A network curve above its control's is what the chain adds. Depths where most networks' products are rank one to float64 precision for both normalizations give no interval and are not drawn: the pure networks, which collapse within a few layers, appear only where they give one. Where a curve and its band lie above the grey band, Sinkhorn keeps more rank at that depth.", "name": "fig-network-chains"}}
-chapter.show(plots.ratio_figure(chain_figure.dropna(subset=["low"]), chain.settings),
-             "fig-network-chains", chain_figure)
+chapter.show(figures.network_chains(result), "fig-network-chains", result.chains)
 
 # %% [markdown]
 # The pure networks collapse within a few layers (chapter 1), after which every attention
@@ -254,21 +196,8 @@ chapter.show(plots.ratio_figure(chain_figure.dropna(subset=["low"]), chain.setti
 # {glue:text}`ch4_pools` independent weight draws per scale, each summarised by its median
 # over {glue:text}`ch4_hidden_inputs` random inputs (the same inputs for every network).
 
-# %%
-hidden_stacks = {ln: rm.hidden_state_stacks(settings.d_model, heads, layers, settings.n_samples, n,
-                                            HIDDEN_SCALES, settings.n_pools, seed, settings.n_iter,
-                                            chapter.device, layernorm=ln) for ln in (True, False)}
-hidden = rm.hidden_state_panels(hidden_stacks)
-
-# %% tags=["remove-cell"]
-chapter.glue_text({f"ch4_hidden_{'ln' if ln else 'noln'}_{s:g}": describe(g, "layer", "layer")
-                   for (ln, s), g in hidden.groupby(["layernorm", "logit_std"], sort=False)})
-chapter.glue({"ch4_hidden_scales": ", ".join(f"{s:g}" for s in HIDDEN_SCALES),
-              "ch4_hidden_inputs": settings.n_samples})
-
 # %% mystnb={"figure": {"caption": "Test (c): ratio Sinkhorn / softmax of the relative residual of the hidden states against the layer, random-weight networks with skip connections (no FFN), with pre-LayerNorm (left) and without (right), four logit scales (line colours); geometric mean over independent networks with its Student t interval (simultaneous 95% over the layers and scales of each panel); grey band: the parity margin. Above 1 Sinkhorn keeps more rank. Where a curve and its band lie above the grey band, Sinkhorn keeps more rank at that layer.", "name": "fig-hidden-test"}}
-chapter.show(plots.ratio_panels(hidden, {t: t for t in rm.HIDDEN_TASKS.values()},
-                                x="layer", xlabel="layer $l$"), "fig-hidden-test", hidden)
+chapter.show(figures.hidden_test(result), "fig-hidden-test", result.hidden)
 
 # %% [markdown]
 # Layer by layer ({numref}`fig-hidden-test`; description), with LayerNorm:
@@ -299,5 +228,4 @@ chapter.show(plots.ratio_panels(hidden, {t: t for t in rm.HIDDEN_TASKS.values()}
 # ````
 
 # %% tags=["remove-cell"]
-chapter.glue_claims("ch4_claims", rm.claims(control, sweep, settings),
-                    "04_random_matrix_control")
+chapter.glue_claims("ch4_claims", result.claims, "04_random_matrix_control")

@@ -18,6 +18,7 @@ from rankcollapse import plots  # noqa: E402
 from rankcollapse.experiments.rank_collapse import figures as ch1_figures  # noqa: E402
 from rankcollapse.experiments.sinkhorn_vs_softmax import figures as ch2_figures  # noqa: E402
 from rankcollapse.experiments.linearized_bound import figures as ch3_figures  # noqa: E402
+from rankcollapse.experiments.random_matrix_control import figures as ch4_figures  # noqa: E402
 
 FLOOR = 2.2e-15  # the float64 rounding floor (measures.rounding_floor)
 TITLES = {"text": "text classification (stand-in: wordnet4)",
@@ -225,7 +226,7 @@ def figures():
         "ratio_figure": lambda: plots.ratio_figure(comparison(
             [f"{kind}, logit scale {s}" for kind in ("pure", "skip + LN", "independent")
              for s in (1, 4)])),
-        "sweep_figure": lambda: plots.sweep_figure(pd.concat(
+        "sweep_figure": lambda: ch4_figures.sweep_figure(pd.concat(
             [comparison([None], "logit_std", (0.5, 1, 2, 4), 0.5, 3, depth=k, n=n)
              for k in (2, 8) for n in (16, 64)])),
         "ratio_panels": lambda: plots.ratio_panels(pd.concat(

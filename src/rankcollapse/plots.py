@@ -242,27 +242,6 @@ def ratio_figure(adv: pd.DataFrame, order: list[str] | None = None, x: str = "de
     return fig
 
 
-def sweep_figure(adv: pd.DataFrame, panel: str = "depth", x: str = "logit_std",
-                 line: str = "n", panel_title: str = "paths of depth {}",
-                 line_label: str = "n = {}", xlabel: str = "logit scale $\\sigma$"):
-    """`ratio_plot` against `x` (log axis), one line per value of `line`, one panel per value
-    of `panel`, shared y."""
-    panels = list(dict.fromkeys(adv[panel]))
-    fig, axes, spare = panel_grid(len(panels), height=3.1, sharey=True)
-    for ax, key in zip(axes, panels):
-        part = adv[adv[panel] == key]
-        ratio_plot(ax, part.assign(setting=part[line].map(line_label.format)), x=x,
-                   xlabel=xlabel, legend=False)
-        ax.set(xscale="log", title=wrap_title(panel_title.format(key), WIDTH / 2))
-        ax.xaxis.set_minor_locator(NullLocator())
-        ax.set_xticks(sorted(part[x].unique()), [f"{v:g}" for v in sorted(part[x].unique())])
-        if ax.get_subplotspec().colspan.start:
-            ax.set_ylabel("")
-    log_ticks(axes[0])
-    legend_off_data(fig, *axes[0].get_legend_handles_labels(), spare, ncol=4)
-    return fig
-
-
 def boxes_by(table: pd.DataFrame, panel: str, x: str, y: str = "residual", order=None,
              ylabel: str = "", xlabel: str = "path depth $k$", floor: float | None = None):
     """`paired_boxes` on a log axis, one panel per value of `panel`, two a row, shared y;

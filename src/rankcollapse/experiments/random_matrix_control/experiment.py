@@ -22,17 +22,17 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..measures import path_products, relative_residual, rounding_floor, sample_paths
-from ..models import Switches, random_stack
-from ..normalizations import NORMALIZATIONS, normalize
-from ..profiles import Profile
-from ..claim_rows import Claim
-from ..primary_tests import run_part
-from ..registry import HALF_IDENTITY, INDEPENDENT, NETWORK_SCALES
-from ..stats import (FOUND, MARGIN, WORDS, censored_logs, compare_groups, compare_table, describe,
+from ...measures import path_products, relative_residual, rounding_floor, sample_paths
+from ...models import Switches, random_stack
+from ...normalizations import NORMALIZATIONS, normalize
+from ...profiles import Profile
+from ...claim_rows import Claim
+from ...primary_tests import run_part
+from ...registry import HALF_IDENTITY, INDEPENDENT, NETWORK_SCALES
+from ...stats import (FOUND, MARGIN, WORDS, censored_logs, compare_groups, compare_table, describe,
                      family_level, ranges, unit_values)
-from ..verdicts import results_sentence
-from .rank_collapse import random_tokens, sweep
+from ...verdicts import results_sentence
+from ..rank_collapse import random_tokens, sweep
 
 # A pool maker: generator -> {normalization: attention (layers, batch, heads, n, n)}.
 PoolMaker = Callable[[torch.Generator], dict[str, torch.Tensor]]
