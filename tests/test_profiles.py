@@ -8,22 +8,22 @@ from rankcollapse.profiles import PROFILES, LogGrid, PreciseStack
 
 def test_ci_keeps_the_chapters_sizes():
     ci = PROFILES["ci"]
-    assert ci.collapse_scales == (0.1, 0.5, 1.0, 2.0)
-    assert ci.collapse_precise == PreciseStack(depth=8, n_tokens=8, digits=1200)
-    assert (ci.layernorm_ranks, ci.layernorm_draws) == ((1, 2, 4, 8), 20)
-    np.testing.assert_array_equal(ci.linearization_eps.values, np.logspace(-4, 0, 13))
-    np.testing.assert_array_equal(ci.layer_scales.values, np.logspace(-3, 0.5, 15))
-    np.testing.assert_array_equal(ci.regime_scales.values, np.logspace(-2, 0.7, 12))
-    assert ci.stack_starts == (0.01, 0.03, 0.1) and ci.bound_starts == (0.1, 0.3)
-    assert ci.bound_precise == PreciseStack(depth=5, n_tokens=8, digits=400)
-    assert ci.regime_logit_stds == (0.09, 1.0, 9.0)
-    assert ci.pool_batch == 8 and ci.control_sizes == (16, 32, 64)
-    assert ci.control_scales == (0.5, 1.0, 2.0, 4.0) and ci.rhos == (0.0, 0.5, 0.9, 0.99)
+    assert ci.ch1.collapse_scales == (0.1, 0.5, 1.0, 2.0)
+    assert ci.ch1.collapse_precise == PreciseStack(depth=8, n_tokens=8, digits=1200)
+    assert (ci.ch1.layernorm_ranks, ci.ch1.layernorm_draws) == ((1, 2, 4, 8), 20)
+    np.testing.assert_array_equal(ci.ch3.linearization_eps.values, np.logspace(-4, 0, 13))
+    np.testing.assert_array_equal(ci.ch3.layer_scales.values, np.logspace(-3, 0.5, 15))
+    np.testing.assert_array_equal(ci.ch3.regime_scales.values, np.logspace(-2, 0.7, 12))
+    assert ci.ch3.stack_starts == (0.01, 0.03, 0.1) and ci.ch3.bound_starts == (0.1, 0.3)
+    assert ci.ch3.bound_precise == PreciseStack(depth=5, n_tokens=8, digits=400)
+    assert ci.ch3.regime_logit_stds == (0.09, 1.0, 9.0)
+    assert ci.ch4.pool_batch == 8 and ci.ch4.control_sizes == (16, 32, 64)
+    assert ci.ch4.control_scales == (0.5, 1.0, 2.0, 4.0) and ci.ch4.rhos == (0.0, 0.5, 0.9, 0.99)
 
 
 def test_control_sizes_bracket_each_profiles_token_count():
     for profile in PROFILES.values():
-        assert profile.control_sizes == (profile.n_tokens // 2, profile.n_tokens,
+        assert profile.ch4.control_sizes == (profile.n_tokens // 2, profile.n_tokens,
                                          2 * profile.n_tokens)
 
 

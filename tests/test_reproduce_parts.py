@@ -4,8 +4,8 @@ from `rankcollapse.profiles`, the times from the run records."""
 from dataclasses import fields, replace
 
 from rankcollapse.profiles import PROFILES, Profile
-from rankcollapse_book.reproduce_page import (LABELS, profiles_table, times_table,
-                                              write_reproduce_parts)
+from rankcollapse_book.reproduce_page import (CHAPTER_SETTINGS, LABELS, profiles_table,
+                                              setting_names, times_table, write_reproduce_parts)
 
 
 def book_profiles() -> dict[str, Profile]:
@@ -15,8 +15,12 @@ def book_profiles() -> dict[str, Profile]:
 
 def test_every_setting_and_every_task_is_in_the_table():
     table = profiles_table(book_profiles())
-    assert set(LABELS) == {f.name for f in fields(Profile)} - {"name", "tasks"}
-    for name in LABELS:
+    chapters = {f"{f.name}.{g.name}" for f in fields(Profile) if f.name in CHAPTER_SETTINGS
+                for g in fields(CHAPTER_SETTINGS[f.name])}
+    top = {f.name for f in fields(Profile)} - {"name", "tasks"} - set(CHAPTER_SETTINGS)
+    assert set(setting_names()) == top | chapters
+    assert set(LABELS) == top | {name.split(".")[-1] for name in chapters}
+    for name in setting_names():
         assert f"(`{name}`)" in table
     assert "| 13 values, 10^-4 to 10^0 |" in table  # a LogGrid, in words
     assert "| `mnist` at 3, 6, 12, 24 layers, seeds 0, 1, 2, 3, 4 |" in table  # a DepthSweep

@@ -83,7 +83,7 @@ class DepthSweep:
 class Appendix:
     """Chapter 7's sizes: the Sinkhorn kernel timed on random logits of `shape` (batch, n, n),
     `repeats` interleaved rounds; its early stop checked at the logit `scales`; one training
-    step timed at the `step_shapes` (keys of `timing.TRAIN_SHAPES`: 'ci', 'paper'),
+    step timed at the `step_shapes` (keys of `step_timing.TRAIN_SHAPES`: 'ci', 'paper'),
     `step_repeats` rounds, and at the trained models' own logits as often."""
 
     shape: tuple[int, int, int] = (256, 128, 128)
@@ -91,6 +91,68 @@ class Appendix:
     scales: tuple[float, ...] = (1.0, 2.0, 3.0)
     step_shapes: tuple[str, ...] = ("ci",)
     step_repeats: int = 10
+
+
+@dataclass(frozen=True)
+class RankCollapseSettings:
+    """Chapter 1's sizes (its random stacks take the profile's shape, inputs and draws)."""
+
+    collapse_scales: tuple[float, ...] = (0.1, 0.5, 1.0, 2.0)  # logit scales of the pure stack
+    collapse_precise: PreciseStack = PreciseStack(depth=8, n_tokens=8, digits=1200)  # its copy
+    layernorm_ranks: tuple[int, ...] = (1, 2, 4, 8)  # affine ranks built into the token sets
+    layernorm_draws: int = 20  # token sets per rank
+    # the rank-against-entropy contrast: a pure stack at the first logit scale, one with skip
+    # connections at the second
+    contrast_scales: tuple[float, float] = (0.1, 4.0)
+    parts_scale: float = 1.0  # the logit scale of the block-parts figure's stacks
+
+
+@dataclass(frozen=True)
+class SinkhornSettings:
+    """Chapter 2's sizes: steps of the convergence curves; float64 logit matrices per logit
+    scale for the row error after `n_iter` iterations; the heat maps' one matrix (side,
+    logit scale); random logit matrices per scale for the row entropies (C9); the logit
+    scales of the pure stacks; the cost figure's token counts, batch and interleaved rounds."""
+
+    convergence_steps: int = 120
+    error_draws: int = 256
+    heatmap: tuple[int, float] = (12, 1.5)
+    entropy_draws: int = 128
+    pure_scales: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
+    error_quoted_scales: tuple[float, ...] = (2.0, 3.0, 5.0)  # row errors the prose quotes
+    entropy_quoted_scale: float = 3.0  # the entropy difference the prose quotes
+    cost_sizes: tuple[int, ...] = (16, 32, 64, 128)
+    cost_batch: int = 64
+    cost_repeats: int = 5
+
+
+@dataclass(frozen=True)
+class BoundSettings:
+    """Chapter 3's sizes: logit sizes eps of the linearization check; input residual sizes s
+    of one layer; starting sizes of the float64 stack and of its high-precision copy; the
+    regime sweep's logit scales and input residual sizes; the random heads' logit scale."""
+
+    linearization_eps: LogGrid = LogGrid(-4, 0, 13)
+    layer_scales: LogGrid = LogGrid(-3, 0.5, 15)
+    stack_starts: tuple[float, ...] = (0.01, 0.03, 0.1)
+    bound_precise: PreciseStack = PreciseStack(depth=5, n_tokens=8, digits=400)
+    bound_starts: tuple[float, ...] = (0.1, 0.3)
+    regime_logit_stds: tuple[float, ...] = (0.09, 1.0, 9.0)
+    regime_scales: LogGrid = LogGrid(-2, 0.7, 12)
+    head_scale: float = 1.0
+
+
+@dataclass(frozen=True)
+class ControlSettings:
+    """Chapter 4's sizes (its pools: the profile's `n_pools` and `paths_per_pool`): inputs
+    per pool and the control's logit scale; the control sweep's token counts and logit
+    scales; the correlations between consecutive layers' logits of test (a)."""
+
+    pool_batch: int = 8
+    pool_scale: float = 1.0
+    control_sizes: tuple[int, ...] = (16, 32, 64)
+    control_scales: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
+    rhos: tuple[float, ...] = (0.0, 0.5, 0.9, 0.99)
 
 
 @dataclass(frozen=True)
@@ -118,47 +180,10 @@ class Profile:
     # number of iterations (the table shows the mean over seeds of each model's median)
     iteration_rounds: int = 3
     depth_sweep: DepthSweep | None = None  # chapter 6: one task trained at several depths
-    # Chapter 1. Logit scales of the pure stack; its high-precision copy; the LayerNorm check.
-    collapse_scales: tuple[float, ...] = (0.1, 0.5, 1.0, 2.0)
-    collapse_precise: PreciseStack = PreciseStack(depth=8, n_tokens=8, digits=1200)
-    layernorm_ranks: tuple[int, ...] = (1, 2, 4, 8)  # affine ranks built into the token sets
-    layernorm_draws: int = 20  # token sets per rank
-    # the rank-against-entropy contrast: a pure stack at the first logit scale, one with skip
-    # connections at the second
-    contrast_scales: tuple[float, float] = (0.1, 4.0)
-    parts_scale: float = 1.0  # the logit scale of the block-parts figure's stacks
-    # Chapter 2. Steps of the convergence curves; float64 logit matrices per logit scale for
-    # the row error after `n_iter` iterations; the heat maps' one matrix (side, logit scale);
-    # random logit matrices per scale for the row entropies (C9); the logit scales of the pure
-    # stacks; the cost figure's token counts, batch and interleaved rounds.
-    convergence_steps: int = 120
-    error_draws: int = 256
-    heatmap: tuple[int, float] = (12, 1.5)
-    entropy_draws: int = 128
-    pure_scales: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
-    error_quoted_scales: tuple[float, ...] = (2.0, 3.0, 5.0)  # row errors the prose quotes
-    entropy_quoted_scale: float = 3.0  # the entropy difference the prose quotes
-    cost_sizes: tuple[int, ...] = (16, 32, 64, 128)
-    cost_batch: int = 64
-    cost_repeats: int = 5
-    # Chapter 3. Logit sizes eps of the linearization check; input residual sizes s of one
-    # layer; starting sizes of the float64 stack and of its high-precision copy; the regime
-    # sweep's logit scales and input residual sizes.
-    linearization_eps: LogGrid = LogGrid(-4, 0, 13)
-    layer_scales: LogGrid = LogGrid(-3, 0.5, 15)
-    stack_starts: tuple[float, ...] = (0.01, 0.03, 0.1)
-    bound_precise: PreciseStack = PreciseStack(depth=5, n_tokens=8, digits=400)
-    bound_starts: tuple[float, ...] = (0.1, 0.3)
-    regime_logit_stds: tuple[float, ...] = (0.09, 1.0, 9.0)
-    regime_scales: LogGrid = LogGrid(-2, 0.7, 12)
-    head_scale: float = 1.0  # the logit scale of the random heads of the one-layer and depth tests
-    # Chapter 4. Inputs per pool; the control sweep's token counts and logit scales; the
-    # correlations between consecutive layers' logits of test (a).
-    pool_batch: int = 8
-    pool_scale: float = 1.0  # the logit scale of the independent random matrices (the control)
-    control_sizes: tuple[int, ...] = (16, 32, 64)
-    control_scales: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
-    rhos: tuple[float, ...] = (0.0, 0.5, 0.9, 0.99)
+    ch1: RankCollapseSettings = RankCollapseSettings()  # chapter 1's own sizes
+    ch2: SinkhornSettings = SinkhornSettings()  # chapter 2's
+    ch3: BoundSettings = BoundSettings()  # chapter 3's
+    ch4: ControlSettings = ControlSettings()  # chapter 4's
     # Chapter 7. What is timed, at which sizes, how often.
     appendix: Appendix = Appendix()
 
@@ -241,11 +266,13 @@ PROFILES: dict[str, Profile] = {
                   # mean over 17 Sinkhorn models averages the noise (3 rounds took 24 s more)
                   iteration_rounds=1),
     "full": Profile("full", n_tokens=128, d_model=128, n_heads=4, depth=24, n_iter=50,
-                    n_samples=128, weight_draws=4, n_paths=100, n_pools=16, entropy_draws=512,
+                    n_samples=128, weight_draws=4, n_paths=100, n_pools=16,
                     paths_per_pool=100, tasks=_FULL_TASKS, train_seeds=(0, 1, 2, 3, 4),
                     n_eval=512, scratch_tasks=("text", "mnist", "cats_dogs"),
                     scratch_seeds=(0, 1, 2, 3, 4), train_jobs=4, lipschitz_draws=16,
-                    layernorm_draws=100, pool_batch=16, control_sizes=(64, 128, 256),
+                    ch1=RankCollapseSettings(layernorm_draws=100),
+                    ch2=SinkhornSettings(entropy_draws=512),
+                    ch4=ControlSettings(pool_batch=16, control_sizes=(64, 128, 256)),
                     appendix=Appendix(step_shapes=("ci", "paper")),  # and the paper's shapes
                     # the depth sweep at the paper's width on MNIST: its 24 layers are chapter
                     # 5's models (seeds 0-4), trained once
@@ -258,9 +285,9 @@ PROFILES: dict[str, Profile] = {
 # few draws): a check that the book runs, whose numbers mean nothing.
 PROFILES["smoke"] = replace(
     PROFILES["ci"], name="smoke", n_samples=8, n_paths=10, n_pools=4, paths_per_pool=5,
-    entropy_draws=32,
+    ch1=replace(PROFILES["ci"].ch1, layernorm_draws=4),
+    ch2=replace(PROFILES["ci"].ch2, entropy_draws=32),
     n_eval=16, train_seeds=(0, 1, 2), scratch_seeds=(0, 1), lipschitz_draws=2,
-    layernorm_draws=4,
     tasks={role: replace(task, epochs=1, train_limit=256, seeds=())
            for role, task in _CI_TASKS.items()},
     depth_sweep=DepthSweep("mnist", depths=(2, 4), seeds=(0, 1, 2)))
@@ -272,9 +299,11 @@ PROFILES["smoke"] = replace(
 # `full` will: a check that the book runs, whose numbers mean nothing.
 PROFILES["full-smoke"] = replace(
     PROFILES["full"], name="full-smoke", n_samples=4, weight_draws=2, n_paths=6, n_pools=3,
-    entropy_draws=16,
+    ch1=replace(PROFILES["full"].ch1, layernorm_draws=4),
+    ch2=replace(PROFILES["full"].ch2, entropy_draws=16),
+    ch4=replace(PROFILES["full"].ch4, pool_batch=4),
     paths_per_pool=4, n_eval=8, train_seeds=(0, 1, 2), scratch_seeds=(0, 1), train_jobs=2,
-    lipschitz_draws=2, layernorm_draws=4, pool_batch=4, iteration_rounds=1,
+    lipschitz_draws=2, iteration_rounds=1,
     # the appendix's code at small sizes; a step at the paper's shapes (the same code as at
     # the ci shapes) took 256 s on 2 busy cores even at 2 rounds: it is left to `full`. One
     # timed round after the warm-up walks every path (the two step tables took 340 s of

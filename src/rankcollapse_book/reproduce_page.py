@@ -13,10 +13,15 @@ from pathlib import Path
 from rankcollapse.names import TASKS
 from rankcollapse.data import record as dataset_record
 from rankcollapse.files import atomic_write_text
-from rankcollapse.profiles import PROFILES, Appendix, DepthSweep, LogGrid, PreciseStack, Profile
+from rankcollapse.profiles import (PROFILES, Appendix, BoundSettings, ControlSettings, DepthSweep,
+                                   LogGrid, PreciseStack, Profile, RankCollapseSettings,
+                                   SinkhornSettings)
 
 PROFILES_PART, TIMES_PART = Path("book") / "profiles.md", Path("book") / "times.md"
-LABELS = {  # Profile field -> what it sets (chapter)
+# The chapters' own settings records on `Profile`: one row per field of each.
+CHAPTER_SETTINGS = {"ch1": RankCollapseSettings, "ch2": SinkhornSettings, "ch3": BoundSettings,
+                    "ch4": ControlSettings}
+LABELS = {  # Profile field, or a field of a chapter's settings -> what it sets (chapter)
     "n_tokens": "tokens per sequence, random inputs (chapters 1-4)",
     "d_model": "width of the random-weight stacks (chapters 1, 2, 4)",
     "n_heads": "attention heads, random-weight stacks",
@@ -59,6 +64,12 @@ LABELS = {  # Profile field -> what it sets (chapter)
     "control_sizes": "sequence lengths of the random-matrix control (chapter 4)",
     "control_scales": "logit scales of the random-matrix control (chapter 4)",
     "rhos": "correlations across layers, correlated control (chapter 4)",
+    "contrast_scales": "logit scales of the rank-against-entropy contrast (chapter 1)",
+    "parts_scale": "logit scale of the block-parts stacks (chapter 1)",
+    "error_quoted_scales": "logit scales whose row errors the prose quotes (chapter 2)",
+    "entropy_quoted_scale": "logit scale whose entropy difference the prose quotes (chapter 2)",
+    "head_scale": "logit scale of the random heads (chapter 3)",
+    "pool_scale": "logit scale of the control's random matrices (chapter 4)",
     "appendix": "what the appendix times, at which sizes, how often (chapter 7)",
 }
 TASK_ROWS = {  # chapter 5, per task: label -> how to read it from the Task
@@ -81,7 +92,10 @@ def _seeds(seeds: tuple[int, ...]) -> str:
 
 
 def _value(profile: Profile, name: str) -> str:
-    value = getattr(profile, name)
+    """The setting `name` of `profile` in words; `name` may be a chapter's ('ch2.heatmap')."""
+    value = profile
+    for part in name.split("."):
+        value = getattr(value, part)
     if isinstance(value, LogGrid):
         return f"{value.points} values, 10^{value.low:g} to 10^{value.high:g}"
     if isinstance(value, PreciseStack):
@@ -102,14 +116,26 @@ def _value(profile: Profile, name: str) -> str:
     return ", ".join(map(str, value)) if isinstance(value, tuple) else str(value)
 
 
+def setting_names() -> list[str]:
+    """Every setting the table shows, in the order of `Profile`: a chapter's own settings
+    record (`CHAPTER_SETTINGS`) as one row per field, named 'ch2.heatmap'."""
+    names = []
+    for f in fields(Profile):
+        if f.name in CHAPTER_SETTINGS:
+            names += [f"{f.name}.{g.name}" for g in fields(CHAPTER_SETTINGS[f.name])]
+        elif f.name in LABELS:
+            names.append(f.name)
+    return names
+
+
 def profiles_table(profiles: dict[str, Profile] = PROFILES) -> str:
     """Every setting of every profile, chapter 5's tasks included (MyST markdown)."""
     names = list(profiles)
     head = ["| setting | " + " | ".join(f"`{n}`" for n in names) + " |",
             "| --- |" + " --- |" * len(names)]
-    rows = [f"| {LABELS[f.name]} (`{f.name}`) | "
-            + " | ".join(_value(profiles[n], f.name) for n in names) + " |"
-            for f in fields(Profile) if f.name in LABELS]
+    rows = [f"| {LABELS[name.split('.')[-1]]} (`{name}`) | "
+            + " | ".join(_value(profiles[n], name) for n in names) + " |"
+            for name in setting_names()]
     roles = list(dict.fromkeys(r for p in profiles.values() for r in p.tasks))
     for role in roles:
         for label, read in TASK_ROWS.items():

@@ -41,24 +41,24 @@ def run(settings: Profile, device: torch.device, seed: int) -> LinearizedBound:
     d_qk = d // settings.n_heads
 
     a = torch.randn(n, n, generator=gen, dtype=torch.float64)
-    lin = lb.linearization_errors(a, settings.linearization_eps.values, n_iter=settings.n_iter)
+    lin = lb.linearization_errors(a, settings.ch3.linearization_eps.values, n_iter=settings.n_iter)
     slopes = lb.linearization_slopes(lin)
 
-    head = random_head(d, d_qk, logit_std=settings.head_scale, generator=gen)
+    head = random_head(d, d_qk, logit_std=settings.ch3.head_scale, generator=gen)
     x0, z = lb.shared_token_input(n, d, gen)
-    layer = lb.one_layer_table(x0, z, settings.layer_scales.values, head, n_iter=settings.n_iter)
+    layer = lb.one_layer_table(x0, z, settings.ch3.layer_scales.values, head, n_iter=settings.n_iter)
     cubic, measured = lb.cubic_slopes(layer), lb.measured_constants(layer)
 
-    stack = settings.bound_precise
-    heads = [random_head(d, d_qk, logit_std=settings.head_scale, generator=gen)
+    stack = settings.ch3.bound_precise
+    heads = [random_head(d, d_qk, logit_std=settings.ch3.head_scale, generator=gen)
              for _ in range(stack.depth)]
-    stacks = lb.stack_table(x0, z, settings.stack_starts, heads, n_iter=settings.n_iter)
+    stacks = lb.stack_table(x0, z, settings.ch3.stack_starts, heads, n_iter=settings.n_iter)
     floor_log10 = hp.floor_log10(stack.digits)
-    precise = lb.precise_stack(stack, settings.bound_starts, settings.head_scale, gen,
+    precise = lb.precise_stack(stack, settings.ch3.bound_starts, settings.ch3.head_scale, gen,
                                n_iter=settings.n_iter)
     growth = lb.digit_growth(precise, floor_log10)
 
-    sweep = lb.regime_sweep(x0, z, settings.regime_logit_stds, settings.regime_scales.values, d,
+    sweep = lb.regime_sweep(x0, z, settings.ch3.regime_logit_stds, settings.ch3.regime_scales.values, d,
                             d_qk, gen, n_iter=settings.n_iter)
     edges = lb.regime_edge(sweep)
     gap = lb.first_order_gap(layer)
@@ -71,7 +71,7 @@ def run(settings: Profile, device: torch.device, seed: int) -> LinearizedBound:
             "ch3_looseness": head.constant(n) / measured["sinkhorn"],
             "ch3_depth": stack.depth, "ch3_small_n": stack.n_tokens, "ch3_digits": stack.digits,
             "ch3_growth": growth, "ch3_float_deepest": lb.bound_check(stacks).deepest,
-            "ch3_regime_stds": ", ".join(f"{s:g}" for s in settings.regime_logit_stds),
+            "ch3_regime_stds": ", ".join(f"{s:g}" for s in settings.ch3.regime_logit_stds),
             "ch3_tolerance": lb.REGIME_TOLERANCE,
             "ch3_edge_softmax": quoted(edges["softmax"].within),
             "ch3_edge_sinkhorn": quoted(edges["sinkhorn"].within),

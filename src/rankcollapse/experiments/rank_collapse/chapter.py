@@ -56,26 +56,26 @@ def run(settings: Profile, device: torch.device, seed: int) -> RankCollapse:
                  weight_draws=settings.weight_draws, dtype=torch.float64)
     x = rc.example_tokens()
     pure = rc.log_summary(rc.sweep([dict(normalization="softmax", logit_std=s)
-                                    for s in settings.collapse_scales], **sizes),
+                                    for s in settings.ch1.collapse_scales], **sizes),
                           ["logit_std", "layer"], floor=floor)
 
-    stack = settings.collapse_precise
-    precise = rc.precise_collapse(settings.collapse_scales, stack.n_tokens, stack.n_tokens,
+    stack = settings.ch1.collapse_precise
+    precise = rc.precise_collapse(settings.ch1.collapse_scales, stack.n_tokens, stack.n_tokens,
                                   stack.depth, settings.weight_draws, seed, stack.digits)
     lost = rc.precise_digits_lost(precise, floor_log10=floor_log10(stack.digits))
     fit = rc.growth_window(lost)
     growth, points = rc.growth_factors(fit), rc.fit_points(fit)
 
-    parts = rc.log_summary(rc.sweep([dict(normalization="softmax", logit_std=settings.parts_scale,
+    parts = rc.log_summary(rc.sweep([dict(normalization="softmax", logit_std=settings.ch1.parts_scale,
                                           label=k, **v) for k, v in PARTS.items()], **sizes),
                            ["label", "layer"], floor=floor)
     last = rc.final_residuals(parts, settings.depth)
 
     ln_table, ln_counts = rc.layernorm_summary(rc.layernorm_rank_check(
-        n_tokens=settings.n_tokens, d_model=settings.d_model, ranks=settings.layernorm_ranks,
-        draws=settings.layernorm_draws, seed=seed))
+        n_tokens=settings.n_tokens, d_model=settings.d_model, ranks=settings.ch1.layernorm_ranks,
+        draws=settings.ch1.layernorm_draws, seed=seed))
 
-    contrast = rc.sweep(rc.contrast_configs(*settings.contrast_scales), **sizes)
+    contrast = rc.sweep(rc.contrast_configs(*settings.ch1.contrast_scales), **sizes)
     entropy = rc.entropy_summary(contrast, ["label", "layer"])
     contrast_summary = rc.log_summary(contrast, ["label", "layer"], floor=floor)
     log_n = float(np.log(settings.n_tokens))
@@ -88,8 +88,8 @@ def run(settings: Profile, device: torch.device, seed: int) -> RankCollapse:
             "ch1_precise_n": stack.n_tokens, "ch1_precise_draws": settings.weight_draws,
             "ch1_min_lost": rc.GROWTH_MIN_LOST, "ch1_min_lost_r": rc.GROWTH_MIN_RESIDUAL,
             "ch1_float_layers": rc.layers_above_floor(pure, floor=floor),
-            "ch1_depth": settings.depth, "ch1_parts_scale": settings.parts_scale, "ch1_last_skip": last["+ skip"],
-            "ch1_last_full": last["full block"], "ch1_ln_draws": settings.layernorm_draws,
+            "ch1_depth": settings.depth, "ch1_parts_scale": settings.ch1.parts_scale, "ch1_last_skip": last["+ skip"],
+            "ch1_last_full": last["full block"], "ch1_ln_draws": settings.ch1.layernorm_draws,
             **{f"ch1_ln_{k}": v for k, v in ln_counts.items()}, "ch1_log_n": log_n}
     text = {"ch1_parts": rc.parts_sentence(last),
             "ch1_ln_verdict": rc.layernorm_sentence(ln_counts),

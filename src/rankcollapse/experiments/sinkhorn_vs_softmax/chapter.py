@@ -55,42 +55,42 @@ def run(settings: Profile, device: torch.device, seed: int) -> SinkhornVsSoftmax
     the random logits, in the order the chapter shows them)."""
     gen = torch.Generator().manual_seed(seed)
     n, scales = settings.n_tokens, ENTROPY_SCALES
-    curves = sv.convergence_curves(scales, settings.n_samples, n, settings.convergence_steps, gen)
+    curves = sv.convergence_curves(scales, settings.n_samples, n, settings.ch2.convergence_steps, gen)
     after = sv.error_after(settings.n_iter, sorted({n, PAPER_N}), scales,
-                           draws=settings.error_draws, generator=gen)
-    side, scale = settings.heatmap
+                           draws=settings.ch2.error_draws, generator=gen)
+    side, scale = settings.ch2.heatmap
     small = torch.randn(side, side, generator=gen) * scale
     heat = {"softmax": softmax(small).numpy(),
             f"Sinkhorn ({settings.n_iter} iterations)": sinkhorn(small, settings.n_iter).numpy()}
-    entropies = sv.entropy_table(scales, settings.entropy_draws, n, gen)
+    entropies = sv.entropy_table(scales, settings.ch2.entropy_draws, n, gen)
 
     floor = rounding_floor(torch.float64)
     stacks = rc.sweep([dict(normalization=nm, logit_std=s) for nm in ("softmax", "sinkhorn")
-                       for s in settings.pure_scales], settings.n_samples, n, settings.d_model,
+                       for s in settings.ch2.pure_scales], settings.n_samples, n, settings.d_model,
                       settings.n_heads, settings.depth, settings.n_iter, seed, device,
                       dtype=torch.float64, weight_draws=settings.weight_draws)
     pure = rc.log_summary(stacks, ["normalization", "logit_std", "layer"], floor=floor)
     reach = sv.layers_to(pure, COLLAPSED)
 
-    timing = time_vs_n(list(settings.cost_sizes), batch=settings.cost_batch,
-                       n_iter=settings.n_iter, repeats=settings.cost_repeats, device=device)
+    timing = time_vs_n(list(settings.ch2.cost_sizes), batch=settings.ch2.cost_batch,
+                       n_iter=settings.n_iter, repeats=settings.ch2.cost_repeats, device=device)
     per_n = timing.pivot(index="n", columns="implementation", values="seconds")
-    largest = max(settings.cost_sizes)
+    largest = max(settings.ch2.cost_sizes)
 
-    glue = {"ch2_error_draws": settings.error_draws, "ch2_n_iter": settings.n_iter,
+    glue = {"ch2_error_draws": settings.ch2.error_draws, "ch2_n_iter": settings.n_iter,
             "ch2_colsum_min": heat["softmax"].sum(0).min(),
             "ch2_colsum_max": heat["softmax"].sum(0).max(), "ch2_heat_n": side,
-            "ch2_heat_scale": scale, "ch2_draws": settings.entropy_draws,
-            "ch2_entropy_scale": settings.entropy_quoted_scale,
-            "ch2_entropy_gain": sv.entropy_gain(entropies, settings.entropy_quoted_scale),
+            "ch2_heat_scale": scale, "ch2_draws": settings.ch2.entropy_draws,
+            "ch2_entropy_scale": settings.ch2.entropy_quoted_scale,
+            "ch2_entropy_gain": sv.entropy_gain(entropies, settings.ch2.entropy_quoted_scale),
             "ch2_draws_w": settings.weight_draws, "ch2_inputs": settings.n_samples,
             "ch2_collapsed": COLLAPSED, **{f"ch2_{k}": v for k, v in sv.reach_gaps(reach).items()},
             "ch2_cost_ratio": per_n.loc[largest, "sinkhorn"] / per_n.loc[largest, "softmax"],
             "ch2_speedup": per_n.loc[largest, "log-domain reference"]
             / per_n.loc[largest, "sinkhorn"],
-            "ch2_cost_n": largest, "ch2_cost_batch": settings.cost_batch,
-            "ch2_cost_repeats": settings.cost_repeats}
-    text = {"ch2_errors": sv.error_sentence(after, n, settings.error_quoted_scales),
+            "ch2_cost_n": largest, "ch2_cost_batch": settings.ch2.cost_batch,
+            "ch2_cost_repeats": settings.ch2.cost_repeats}
+    text = {"ch2_errors": sv.error_sentence(after, n, settings.ch2.error_quoted_scales),
             "ch2_entropy_verdict": sv.entropy_sentence(sv.entropy_comparison(entropies)),
             "ch2_reach": sv.reach_sentence(reach)}
     return SinkhornVsSoftmax(settings.n_iter, curves, after, heat, entropies, float(np.log(n)),
