@@ -13,7 +13,7 @@ import argparse
 
 from rankcollapse.devices import resolve_device
 from rankcollapse.profiles import get_profile
-from rankcollapse.timing import training_estimate
+from rankcollapse.step_timing import training_estimate
 
 
 def main() -> None:

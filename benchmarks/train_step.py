@@ -3,14 +3,14 @@
     .venv/bin/python benchmarks/train_step.py [--shapes ci paper] [--repeats 10] [--n-iter 50]
                                               [--out benchmarks/results] [--trained ci]
 
-For each set of shapes (`rankcollapse.timing.TRAIN_SHAPES`: the ci profile's and the
+For each set of shapes (`rankcollapse.step_timing.TRAIN_SHAPES`: the ci profile's and the
 paper's) and each phase (forward with the graph built, backward, the whole AdamW step as
 training runs it), prints the median time of each normalization and the median over
 interleaved rounds of the ratio Sinkhorn / softmax, on the CPU and, when present, on CUDA.
 Writes the table as CSV (`train_step-<device>.csv`). With `--trained PROFILE`, also one
 step at the trained models' own logits for every task of that profile (chapter 5's cached
 Sinkhorn models, the same weights run with each normalization on real batches, interleaved:
-`timing.trained_step_table`), written to `train_step_trained-<device>.csv`.
+`step_timing.trained_step_table`), written to `train_step_trained-<device>.csv`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import torch
 
 from rankcollapse.files import atomic_write
 from rankcollapse.profiles import get_profile
-from rankcollapse.timing import TRAIN_SHAPES, train_step_table, trained_step_table
+from rankcollapse.step_timing import TRAIN_SHAPES, train_step_table, trained_step_table
 
 
 def main() -> None:

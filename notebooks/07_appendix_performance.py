@@ -58,9 +58,8 @@ import pandas as pd
 import torch
 
 from rankcollapse import names
-from rankcollapse.timing import (EXACTNESS_HEADERS, REFERENCE, TABLE_HEADERS, exactness,
-                                sinkhorn_table, train_step_table, trained_step_sentence,
-                                trained_step_table)
+from rankcollapse.step_timing import train_step_table, trained_step_sentence, trained_step_table
+from rankcollapse.timing import EXACTNESS_HEADERS, REFERENCE, TABLE_HEADERS, exactness, sinkhorn_table
 
 torch.manual_seed(seed)
 sizes = settings.appendix

@@ -1,6 +1,7 @@
 import pandas as pd
 
-from rankcollapse.timing import median_ratio, trained_step_sentence
+from rankcollapse.step_timing import trained_step_sentence
+from rankcollapse.timing import median_ratio
 
 
 def test_the_trained_step_sentence_names_the_range_and_the_costliest_task():
