@@ -80,7 +80,7 @@ chapter.glue_text(result.text)
 # ```{admonition} Distribution of the random matrices
 # :class: note
 # The paper's exact distribution is not known to us. We draw the logits i.i.d.
-# $\mathcal N(0, \sigma^2)$, with $\sigma = 1$ (what the scaled dot product gives for
+# $\mathcal N(0, \sigma^2)$, with $\sigma$ = {glue:text}`ch4_pool_scale:g` (what the scaled dot product gives for
 # unit-variance queries and keys), as {glue:text}`ch4_layers` layers × {glue:text}`ch4_heads` heads ×
 # {glue:text}`ch4_batch` inputs of size $n\times n$ per pool, and normalize them by softmax or
 # by Sinkhorn ({glue:text}`ch4_iter` iterations).

@@ -1,6 +1,6 @@
 """rankcollapse.data: real loaders on small fixtures in the real formats (written here into
 tmp_path), the committed stand-ins, the tokenizer, and the errors. Nothing touches the network:
-every test that could download replaces `data._fetch`."""
+every test that could download replaces `data.downloads._fetch`."""
 
 from __future__ import annotations
 

@@ -53,8 +53,8 @@ def test_the_appendix_times_shapes_it_knows():
 @pytest.mark.slow
 @pytest.mark.parametrize("walk", WALKS)
 def test_every_chapter_runs_under_full_smoke(walk, tmp_path, monkeypatch):
-    """Every chapter executes to its end on the `full` profile's paths (about 10 minutes on
-    2 cores for both walks), in a copy of the book's sources with its own model cache, on
+    """Every chapter executes to its end on the `full` profile's paths (about 7 minutes on
+    2 cores), in a copy of the book's sources with its own model cache, on
     the code path a GPU takes: the torch Sinkhorn engine (RANKCOLLAPSE_NATIVE=0 switches the
     C loops off; a GPU never runs them), at the full profile's shapes (24 layers, 128 padded
     text tokens, and trained, sharp attention in its backward)."""

@@ -46,7 +46,8 @@ def run(settings: Profile, device: torch.device, seed: int) -> LinearizedBound:
 
     head = random_head(d, d_qk, logit_std=settings.ch3.head_scale, generator=gen)
     x0, z = lb.shared_token_input(n, d, gen)
-    layer = lb.one_layer_table(x0, z, settings.ch3.layer_scales.values, head, n_iter=settings.n_iter)
+    layer = lb.one_layer_table(x0, z, settings.ch3.layer_scales.values, head,
+                               n_iter=settings.n_iter)
     cubic, measured = lb.cubic_slopes(layer), lb.measured_constants(layer)
 
     stack = settings.ch3.bound_precise
@@ -58,7 +59,8 @@ def run(settings: Profile, device: torch.device, seed: int) -> LinearizedBound:
                                n_iter=settings.n_iter)
     growth = lb.digit_growth(precise, floor_log10)
 
-    sweep = lb.regime_sweep(x0, z, settings.ch3.regime_logit_stds, settings.ch3.regime_scales.values, d,
+    sweep = lb.regime_sweep(x0, z, settings.ch3.regime_logit_stds,
+                            settings.ch3.regime_scales.values, d,
                             d_qk, gen, n_iter=settings.n_iter)
     edges = lb.regime_edge(sweep)
     gap = lb.first_order_gap(layer)

@@ -1,8 +1,9 @@
 """Chapter 3's experiments: the first-order theory of one attention layer put to the test.
 
-Every number the chapter states comes from a function here: the slopes of the linearization
-error and of the cubic law, the measured constant, the depth bound, where the small-logit
-regime ends, and the first-order agreement of softmax and Sinkhorn.
+The measurements behind every number the chapter states (`chapter.run` puts them
+together): the slopes of the linearization error and of the cubic law, the measured
+constant, the depth bound, where the small-logit regime ends, and the first-order agreement
+of softmax and Sinkhorn.
 """
 
 from __future__ import annotations

@@ -71,7 +71,7 @@ def run(settings: Profile, device: torch.device, seed: int) -> RandomMatrixContr
     glue = {"ch4_layers": layers, "ch4_paths": settings.paths_per_pool, "ch4_heads": heads,
             "ch4_batch": batch, "ch4_pools": settings.n_pools,
             "ch4_margin": rm.PARITY_BAND[-1], "ch4_margin_low": rm.PARITY_BAND[0],
-            "ch4_iter": settings.n_iter,
+            "ch4_iter": settings.n_iter, "ch4_pool_scale": settings.ch4.pool_scale,
             "ch4_all_paths": settings.n_pools * settings.paths_per_pool,
             **{f"ch4_{k}_{f}": getattr(advantage[advantage.setting == CONTROL_KEYS[k]].ratio, f)()
                for k in ("ind", "idt") for f in ("min", "max")},

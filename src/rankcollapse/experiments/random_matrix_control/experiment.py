@@ -364,7 +364,8 @@ def claims(control: pd.DataFrame, sweep: pd.DataFrame, profile: Profile) -> list
               profile)
     c6b = run_part("C6b", "random matrices, half identity",
               registered_paths(control, "independent, half identity", HALF_IDENTITY), profile)
-    where = f"(n = {profile.n_tokens}, logit scale 1, depths 2–{profile.depth})"
+    where = (f"(n = {profile.n_tokens}, logit scale {profile.ch4.pool_scale:g}, "
+             f"depths 2–{profile.depth})")
     return [
         Claim.of("C6a", c6a, f"Random products {where}: " + results_sentence(c6a, "pools")
                  + " " + sweep_sentence(sweep), figure="fig-control-ratio"),

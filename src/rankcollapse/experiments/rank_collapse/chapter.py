@@ -66,7 +66,8 @@ def run(settings: Profile, device: torch.device, seed: int) -> RankCollapse:
     fit = rc.growth_window(lost)
     growth, points = rc.growth_factors(fit), rc.fit_points(fit)
 
-    parts = rc.log_summary(rc.sweep([dict(normalization="softmax", logit_std=settings.ch1.parts_scale,
+    parts = rc.log_summary(rc.sweep([dict(normalization="softmax",
+                                          logit_std=settings.ch1.parts_scale,
                                           label=k, **v) for k, v in PARTS.items()], **sizes),
                            ["label", "layer"], floor=floor)
     last = rc.final_residuals(parts, settings.depth)
@@ -88,7 +89,8 @@ def run(settings: Profile, device: torch.device, seed: int) -> RankCollapse:
             "ch1_precise_n": stack.n_tokens, "ch1_precise_draws": settings.weight_draws,
             "ch1_min_lost": rc.GROWTH_MIN_LOST, "ch1_min_lost_r": rc.GROWTH_MIN_RESIDUAL,
             "ch1_float_layers": rc.layers_above_floor(pure, floor=floor),
-            "ch1_depth": settings.depth, "ch1_parts_scale": settings.ch1.parts_scale, "ch1_last_skip": last["+ skip"],
+            "ch1_depth": settings.depth, "ch1_parts_scale": settings.ch1.parts_scale,
+            "ch1_last_skip": last["+ skip"],
             "ch1_last_full": last["full block"], "ch1_ln_draws": settings.ch1.layernorm_draws,
             **{f"ch1_ln_{k}": v for k, v in ln_counts.items()}, "ch1_log_n": log_n}
     text = {"ch1_parts": rc.parts_sentence(last),

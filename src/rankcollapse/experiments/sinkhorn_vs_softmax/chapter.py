@@ -51,11 +51,13 @@ class SinkhornVsSoftmax:
 
 
 def run(settings: Profile, device: torch.device, seed: int) -> SinkhornVsSoftmax:
-    """Chapter 2 under `settings` on `device`, every draw from `seed` (one generator for
-    the random logits, in the order the chapter shows them)."""
+    """Chapter 2 under `settings` on `device`: every random logit from one generator seeded
+    with `seed`, in the order the chapter shows them (the cost figure's timed inputs come
+    from torch's global generator: only their times are shown)."""
     gen = torch.Generator().manual_seed(seed)
     n, scales = settings.n_tokens, ENTROPY_SCALES
-    curves = sv.convergence_curves(scales, settings.n_samples, n, settings.ch2.convergence_steps, gen)
+    curves = sv.convergence_curves(scales, settings.n_samples, n, settings.ch2.convergence_steps,
+                                   gen)
     after = sv.error_after(settings.n_iter, sorted({n, PAPER_N}), scales,
                            draws=settings.ch2.error_draws, generator=gen)
     side, scale = settings.ch2.heatmap

@@ -82,7 +82,7 @@ def error_sentence(table: pd.DataFrame, n: int, scales) -> str:
         return text
     medians = table.loc[list(scales), (f"n = {PAPER_N}", "median")]
     trend = ("The error grows with the logit scale" if medians.is_monotonic_increasing
-             else "With the logit scale")
+             else "At larger logit scales")
     quotes = ", ".join(f"at σ = {s:g} the median is {at(PAPER_N, s, 'median')} and the largest "
                        f"{at(PAPER_N, s, 'largest')}" for s in rest)
     here = ("" if n == PAPER_N else f" (at this profile's *n* = {n}, largest: "
