@@ -47,7 +47,12 @@ class SinkhornVsSoftmax:
     @property
     def per_n(self) -> pd.DataFrame:
         """Seconds per call, n x implementation."""
-        return self.timing.pivot(index="n", columns="implementation", values="seconds")
+        return seconds_per_n(self.timing)
+
+
+def seconds_per_n(timing: pd.DataFrame) -> pd.DataFrame:
+    """`time_vs_n`'s table as seconds per call, n x implementation."""
+    return timing.pivot(index="n", columns="implementation", values="seconds")
 
 
 def run(settings: Profile, device: torch.device, seed: int) -> SinkhornVsSoftmax:
@@ -76,7 +81,7 @@ def run(settings: Profile, device: torch.device, seed: int) -> SinkhornVsSoftmax
 
     timing = time_vs_n(list(settings.ch2.cost_sizes), batch=settings.ch2.cost_batch,
                        n_iter=settings.n_iter, repeats=settings.ch2.cost_repeats, device=device)
-    per_n = timing.pivot(index="n", columns="implementation", values="seconds")
+    per_n = seconds_per_n(timing)
     largest = max(settings.ch2.cost_sizes)
 
     glue = {"ch2_error_draws": settings.ch2.error_draws, "ch2_n_iter": settings.n_iter,
