@@ -44,19 +44,16 @@ from rankcollapse_book.chapter import chapter_header
 chapter = chapter_header(profile, device, seed)
 settings = chapter.settings
 
-# %%
-import pandas as pd
-
-from rankcollapse import names, plots, recording
-from rankcollapse.measures import FLOOR
-from rankcollapse.tasks import load_task
-from rankcollapse.experiments import random_vs_trained as rvt
+# %% tags=["hide-output"]
+from rankcollapse import names
 from rankcollapse.experiments import trained_models as tm
-from rankcollapse.experiments.rank_collapse import log_summary
-from rankcollapse import retrieval
-from rankcollapse.stats import LEVEL
+from rankcollapse.experiments.trained_models import figures
 
-tasks = settings.tasks
+result = tm.run(settings, chapter.device, seed)  # trains what the model cache lacks
+
+# %% tags=["remove-cell"]
+chapter.glue(result.glue)
+chapter.glue_text(result.text)
 
 # %% [markdown]
 # ## Data and models
@@ -69,16 +66,7 @@ tasks = settings.tasks
 # shipped with this repository, and on fewer tasks (those listed):
 
 # %%
-data = {role: load_task(task) for role, task in tasks.items()}
-TITLES = tm.task_titles(data)
-pd.DataFrame([{"task": names.TASKS[role], "dataset": train.source, "train / test":
-               f"{len(train):,} / {len(test):,}", "classes": len(train.classes),
-               "model": f"{t.depth} layers, width {t.d_model}, {t.n_heads} heads, "
-                        + (f"{t.max_len} tokens" if train.kind == "text"
-                           else f"{t.patch}×{t.patch} patches"),
-               "training": f"{t.epochs} epochs, batch {t.batch_size}, AdamW lr {t.lr:g}"}
-              for (role, (train, test)), t in zip(data.items(), tasks.values())]
-             ).set_index("task").style
+result.models.style
 
 # %% [markdown]
 # ```{admonition} Choices of this book
@@ -132,31 +120,17 @@ pd.DataFrame([{"task": names.TASKS[role], "dataset": train.source, "train / test
 # decided by its registered tests, one per task (two for C4b, which compares the early
 # layers with the late ones in two ways), listed with the claims ledger; a claim's intervals
 # hold together at {glue:text}`ch5_level:.0%`; the layer-by-layer tables and figures are description. Training is cached by a hash of its configuration,
-# data and code: re-executing this chapter reuses the trained models. The cell below also
+# data and code: re-executing this chapter reuses the trained models. The chapter also
 # trains the models chapter 6 uses (trained without FFN and skips, and at other depths), all
 # in one batch, so that the book's training ends once.
 
-# %% tags=["hide-output"]
-results = tm.complete_models(settings, chapter.device)  # all the book's missing models
-accuracy = tm.accuracy_table(results)
-
 # %%
-shown = accuracy.rename(columns={"accuracy_std": "accuracy, std over seeds",
-                                 "train_minutes": "training time (min)"}).reset_index()
-names.readable(shown.assign(dataset=shown["dataset"].map(names.dataset)), TITLES).style.format(
+shown = result.accuracy.rename(columns={"accuracy_std": "accuracy, std over seeds",
+                                        "train_minutes": "training time (min)"}).reset_index()
+names.readable(shown.assign(dataset=shown["dataset"].map(names.dataset)),
+               result.titles).style.format(
     {"accuracy": "{:.3f}", "accuracy, std over seeds": "{:.3f}", "chance": "{:.3f}",
      "training time (min)": "{:.1f}"}, na_rep="–").hide(axis="index")
-
-# %% tags=["remove-cell"]
-chapter.glue({f"ch5_acc_{role}_{name}": accuracy.loc[(role, slice(None), name), "accuracy"].item()
-              for role in tasks for name in ("softmax", "sinkhorn")} |
-             {"ch5_seeds": tm.seed_counts(settings), "ch5_keys": retrieval.KEYS,
-              "ch5_values": retrieval.VALUES, "ch5_jobs": settings.train_jobs,
-              "ch5_sharp_start": tasks["retrieval"].logit_init,
-              "ch5_window": tm.PLATEAU["window"]})
-chapter.glue_text({"ch5_plateau": tm.plateau_words(),
-                   "ch5_chance": tm.chance_sentence(results, TITLES),
-                   "ch5_accuracy": tm.accuracy_claim(results, TITLES, settings).finding})
 
 # %% [markdown]
 # Test accuracy, mean and standard deviation over the seeds. {glue:md}`ch5_chance` Whether
@@ -193,21 +167,13 @@ chapter.glue_text({"ch5_plateau": tm.plateau_words(),
 # ```
 
 # %%
-convergence = tm.convergence_table(results, data, TITLES)
+convergence = result.convergence
 convergence.assign(normalization=convergence["normalization"].map(names.display)).style.format(
     {"accuracy": "{:.3f}", "lowest": "{:.3f}", "chance": "{:.3f}", "linear baseline": "{:.3f}",
      "last-epochs gain": "{:+.1%}"}, na_rep="–").hide(axis="index")
 
-# %% tags=["remove-cell"]
-curves = tm.curve_table(results).merge(
-    convergence.assign(task=convergence["task"].map({v: k for k, v in TITLES.items()}))
-    [["task", "chance", "linear baseline"]].drop_duplicates("task")
-    .rename(columns={"linear baseline": "baseline"}), on="task")
-chapter.glue({"ch5_heldout": next(iter(next(iter(results.values())).values())).config.heldout})
-chapter.glue_text({"ch5_convergence": tm.convergence_sentence(convergence)})
-
 # %% mystnb={"figure": {"caption": "Learning curves of every trained model, one row per task: held-out loss (left, log scale) and held-out accuracy (right) on the first test inputs (as many as the text says) after each epoch, one thin line per training seed, softmax blue and Sinkhorn red. Dotted: chance; dashed: the linear baseline's test accuracy. Look at the last epochs: a loss curve that has flattened has plateaued, and an accuracy curve above the dashed line beats the linear model.", "name": "fig-learning-curves"}}
-chapter.show(plots.learning_curves(curves, TITLES), "fig-learning-curves", curves)
+chapter.show(figures.learning(result), "fig-learning-curves", result.curves)
 
 # %% [markdown]
 # The columns of the table: *accuracy* is the test accuracy (mean over seeds; *lowest*, the
@@ -228,22 +194,8 @@ chapter.show(plots.learning_curves(curves, TITLES), "fig-learning-curves", curve
 # is at most that), a layer mostly at the floor
 # is not drawn, and a panel that comes near the floor shows it as a dotted line.
 
-# %%
-models = {role: {key: r.model for key, r in results[role].items()} for role in tasks}
-analysis = tm.analyse(models, {role: data[role][1] for role in tasks}, settings.n_eval,
-                      settings.n_paths, seed, settings.n_iter, jobs=settings.train_jobs)
-by = ["task", "variant", "normalization", "layer"]
-summary = log_summary(analysis.hidden, by, floor=FLOOR)
-relative = log_summary(analysis.hidden, by, value="relative", floor=FLOOR)
-outputs = log_summary(analysis.attention_output, by, floor=FLOOR)
-
-# %% tags=["remove-cell"]
-chapter.glue({"ch5_n_eval": settings.n_eval, "ch5_n_iter": settings.n_iter, "ch5_floor": names.quoted(FLOOR),
-              "ch5_level": LEVEL})
-
 # %% mystnb={"figure": {"caption": "Relative residual of the hidden states against depth in the trained softmax (blue) and Sinkhorn (red) models, one row per task; left: the inference variants with skip connections (complete model solid, without FFN dashed), right: those without (without skip solid, pure attention dashed). Lines: geometric mean over test inputs and seeds; bands: one standard deviation of $\\log_{10} r$; each column on one scale, linear where it spans less than a decade; dotted, where a panel comes near it: the float64 rounding floor. Where the red band lies above the blue one, Sinkhorn keeps more rank; with skip connections the residual stays within a decade, without them it falls by many.", "name": "fig-trained-residual"}}
-chapter.show(plots.task_panels(summary, TITLES, "relative residual $r(X_l)$", floor=FLOOR,
-                               groups=tm.RESIDUAL_GROUPS), "fig-trained-residual", summary)
+chapter.show(figures.residual(result), "fig-trained-residual", result.residual)
 
 # %% [markdown]
 # The paper's curves are read as *how much of the initial residual survives*: the value at
@@ -251,10 +203,7 @@ chapter.show(plots.task_panels(summary, TITLES, "relative residual $r(X_l)$", fl
 # divides every input's residual by its own value at layer 0.
 
 # %% mystnb={"figure": {"caption": "Residual of the hidden states relative to layer 0 ($r(X_l)/r(X_0)$, per input) in the complete models (left) and without skip connections (right, dashed), softmax blue and Sinkhorn red, one row per task, each column on one scale (linear where it spans less than a decade). Geometric means over inputs and seeds, one standard deviation bands; dotted, where a panel comes near it: the float64 rounding floor. A red curve above the blue one means that Sinkhorn keeps more of its own initial residual.", "name": "fig-trained-relative"}}
-fig = plots.task_panels(relative, TITLES, "residual relative to layer 0", floor=FLOOR,
-                        groups={"complete model": {"full model": "-"},
-                                "without skip connections": {"without skip": "--"}})
-chapter.show(fig, "fig-trained-relative", relative)
+chapter.show(figures.relative(result), "fig-trained-relative", result.relative)
 
 # %% [markdown]
 # What decides the hidden-state claims is the ratio Sinkhorn / softmax, compared over the
@@ -263,20 +212,12 @@ chapter.show(fig, "fig-trained-relative", relative)
 # censored there), with intervals that hold together over the {glue:text}`ch5_depth`
 # layers of each curve (description; the registered tests are in the summary box).
 
-# %%
-layer_comparisons = recording.layer_comparisons(analysis.hidden)
-
 # %% mystnb={"figure": {"caption": "Ratio Sinkhorn / softmax of the hidden-state residual against depth in the trained models, with skip connections (complete models, solid; without FFN, dashed), one panel per task: geometric mean over training seeds with its Student t interval (simultaneous 95% over the layers of each curve); grey band: the parity margin. Where a curve and its band lie above the grey band, Sinkhorn keeps more rank at that layer; inside it, the two are at parity.", "name": "fig-trained-ratio"}}
-skips = layer_comparisons[layer_comparisons["variant"].isin(tm.SKIPS)]
-chapter.show(plots.ratio_panels(skips.assign(setting=skips["variant"]), TITLES, x="layer",
-                                xlabel="layer", order=list(tm.SKIPS)),
-             "fig-trained-ratio", skips)
+chapter.show(figures.ratio_skips(result), "fig-trained-ratio", result.skips)
 
 # %% mystnb={"figure": {"caption": "The same ratio for the variants without skip connections (without skip, solid; pure attention, dashed), on a scale of its own: without skips the residuals fall by many decades and the ratios spread widely; points without a band have most seeds tied at the rounding floor. Compare where each curve lies against the grey parity band with the previous figure: C4c asks whether the advantage is larger with skips.", "name": "fig-trained-ratio-no-skip"}}
-no_skips = layer_comparisons[layer_comparisons["variant"].isin(tm.NO_SKIPS)]
-chapter.show(plots.ratio_panels(no_skips.assign(setting=no_skips["variant"]), TITLES,
-                                x="layer", xlabel="layer", order=list(tm.NO_SKIPS)),
-             "fig-trained-ratio-no-skip", no_skips)
+chapter.show(figures.ratio_no_skips(result), "fig-trained-ratio-no-skip",
+             result.no_skips)
 
 # %% [markdown]
 # ## Rank decay of the self-attention output
@@ -287,9 +228,8 @@ chapter.show(plots.ratio_panels(no_skips.assign(setting=no_skips["variant"]), TI
 # {numref}`fig-trained-attention-output` shows it for the complete models.
 
 # %% mystnb={"figure": {"caption": "Relative residual of the attention sub-layer's own output at each layer (before the skip connection), complete trained models, softmax blue and Sinkhorn red, one panel per task, all on one scale (linear where it spans less than a decade); geometric means over inputs and seeds with one standard deviation bands. Where the red band lies above the blue one, Sinkhorn's attention output keeps more rank.", "name": "fig-trained-attention-output"}}
-fig = plots.task_panels(outputs[outputs.variant == "full model"], TITLES,
-                        "relative residual of SA output", {"full model": "-"}, xlabel="layer")
-chapter.show(fig, "fig-trained-attention-output", outputs[outputs.variant == "full model"])
+chapter.show(figures.attention_output(result), "fig-trained-attention-output",
+             result.outputs)
 
 # %% [markdown]
 # ## Rank decay of attention products along paths
@@ -301,19 +241,8 @@ chapter.show(fig, "fig-trained-attention-output", outputs[outputs.variant == "fu
 # same paths are sampled in both models, and the comparison is again over seeds (each seed's
 # value: the median over its paths).
 
-# %%
-paths = analysis.paths.assign(setting=analysis.paths["task"].map(TITLES) + ", "
-                              + analysis.paths["variant"])
-path_adv = tm.path_comparisons(paths)
-
-# %% tags=["remove-cell"]
-chapter.glue({"ch5_paths": settings.n_paths})
-
 # %% mystnb={"figure": {"caption": "Rank-1 residual of attention products along random paths (log scale) against path depth, complete trained models, softmax (blue) and Sinkhorn (red), one panel per task, all on one scale. Boxes: quartiles over paths of all seeds; whiskers 1.5 IQR; dotted, where the boxes come near it: the float64 rounding floor. Where the red boxes sit higher than the blue ones at the same depth, Sinkhorn's products keep more rank.", "name": "fig-trained-paths"}}
-full_paths = paths[paths.setting.str.endswith("full model")]
-fig = plots.boxes_by(full_paths, "setting", "depth", ylabel="rank-1 residual of the product",
-                     floor=FLOOR)
-chapter.show(fig, "fig-trained-paths", full_paths)
+chapter.show(figures.paths(result), "fig-trained-paths", result.paths)
 
 # %% [markdown]
 # The table gives, per task, the path depths at which each comparison over the seeds holds,
@@ -321,8 +250,8 @@ chapter.show(fig, "fig-trained-paths", full_paths)
 # attention matrices differ, since each layer then sees a different input):
 
 # %%
-(tm.where_table(path_adv, "depth", ["setting"])
- .rename(columns={"setting": "task, inference variant"}).style.hide(axis="index"))
+result.path_where.rename(columns={"setting": "task, inference variant"}).style.hide(
+    axis="index")
 
 # %% [markdown]
 # ### Random products against trained ones
@@ -341,20 +270,8 @@ chapter.show(fig, "fig-trained-paths", full_paths)
 # (geometric means of the pools' and of the seeds' median residuals), with Welch's $t$
 # interval.
 
-# %%
-random = rvt.random_products(analysis.shapes, rvt.measured_scales(analysis.attention),
-                             settings.n_pools, settings.paths_per_pool, seed,
-                             n_iter=settings.n_iter)
-random_adv = rvt.random_contrast(analysis.paths, random)
-
-# %% tags=["remove-cell"]
-chapter.glue({"ch5_random_pools": settings.n_pools})
-
 # %% mystnb={"figure": {"caption": "Ratio random / trained of the median rank-1 residual of attention products against path depth, one panel per task: softmax (blue) and Sinkhorn (red) control matrices of the task's shape and measured logit scale against the complete trained models of the same normalization; Welch t intervals over pools and seeds, simultaneous 95% over the depths of each curve. Above 1 the random products keep more rank (decay more slowly); grey band: the parity margin.", "name": "fig-random-vs-trained"}}
-chapter.show(plots.ratio_panels(random_adv.assign(setting=random_adv["normalization"]), TITLES,
-                                ylabel="residual ratio, random / trained",
-                                order=["softmax", "sinkhorn"]),
-             "fig-random-vs-trained", random_adv)
+chapter.show(figures.random_vs_trained(result), "fig-random-vs-trained", result.random)
 
 # %% [markdown]
 # Where a curve of {numref}`fig-random-vs-trained` lies above the grey band, random
@@ -371,9 +288,6 @@ chapter.show(plots.ratio_panels(random_adv.assign(setting=random_adv["normalizat
 # the row error of the Sinkhorn models' own logits after exactly {glue:text}`ch5_n_iter` iterations, and the mean
 # row entropy.
 
-# %%
-attention_claims = tm.trained_attention_claims(analysis.attention, TITLES, settings)
-
 # %% [markdown]
 # The logit scale is the quantity that decides whether the two normalizations can differ at
 # all (chapter 3: they agree to first order while it is small). One row per layer, one
@@ -381,15 +295,11 @@ attention_claims = tm.trained_attention_claims(analysis.attention, TITLES, setti
 # deviation of the logits over real token pairs:
 
 # %%
-tm.logit_scales(analysis.attention, TITLES).style.format("{:.2f}")
+result.logit_scales.style.format("{:.2f}")
 
 # %% mystnb={"figure": {"caption": "The complete trained models' attention per layer, one line style per task. Top left: logit scale (median over inputs of the standard deviation of the logits), softmax blue, Sinkhorn red. Top right: the Sinkhorn models' largest row error after exactly 50 iterations of their own logits, median (circles) and largest (triangles) over inputs, log scale; dotted: $10^{-6}$. Bottom: mean row entropy over real rows (nats). Points below the dotted line are doubly stochastic to $10^{-6}$; a red entropy curve above the blue one of the same task means Sinkhorn attention spreads more evenly.", "name": "fig-trained-attention"}}
-chapter.show(plots.trained_attention_figure(analysis.attention, TITLES), "fig-trained-attention",
-             analysis.attention)
-
-# %% tags=["remove-cell"]
-chapter.glue_text({f"ch5_{c.id}_trained": f"**{c.verdict.capitalize()}.** {c.finding}"
-                   for c in attention_claims})
+chapter.show(figures.trained_attention(result), "fig-trained-attention",
+             result.attention)
 
 # %% [markdown]
 # Both questions are decided in the summary box below (C2a on the trained logits; C9, the
@@ -402,13 +312,7 @@ chapter.glue_text({f"ch5_{c.id}_trained": f"**{c.verdict.capitalize()}.** {c.fin
 # {ref}`verdict rules <verdict-rules>`.
 
 # %% tags=["remove-cell"]
-chapter.glue({"ch5_depth": tm.one_size(tasks, "depth"), "ch5_width": tm.one_size(tasks, "d_model"),
-              "ch5_collapse_level": tm.COLLAPSE_LEVEL})
-claims = tm.claims(analysis, TITLES, settings) + \
-    [tm.accuracy_claim(results, TITLES, settings),
-     rvt.claim(analysis.paths, random, TITLES, settings)] + attention_claims
-chapter.glue_claims("ch5_claims", claims, "05_trained_models",
-                    data=tm.models_data(tasks, TITLES))
+chapter.glue_claims("ch5_claims", result.claims, "05_trained_models", data=result.data)
 
 # %% [markdown]
 # The hidden-state claims read {numref}`fig-trained-ratio`. C4a: whether the complete

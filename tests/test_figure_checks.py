@@ -19,6 +19,7 @@ from rankcollapse.experiments.rank_collapse import figures as ch1_figures  # noq
 from rankcollapse.experiments.sinkhorn_vs_softmax import figures as ch2_figures  # noqa: E402
 from rankcollapse.experiments.linearized_bound import figures as ch3_figures  # noqa: E402
 from rankcollapse.experiments.random_matrix_control import figures as ch4_figures  # noqa: E402
+from rankcollapse.experiments.trained_models import figures as ch5_figures  # noqa: E402
 
 FLOOR = 2.2e-15  # the float64 rounding floor (measures.rounding_floor)
 TITLES = {"text": "text classification (stand-in: wordnet4)",
@@ -232,7 +233,7 @@ def figures():
         "ratio_panels": lambda: plots.ratio_panels(pd.concat(
             [comparison(["trained with softmax", "trained with Sinkhorn"], "layer", range(1, 7),
                         task=t) for t in TITLES]), TITLES, x="layer", xlabel="layer"),
-        "learning_curves": lambda: plots.learning_curves(learning, TITLES),
+        "learning_curves": lambda: ch5_figures.learning_curves(learning, TITLES),
         "task_panels": lambda: plots.task_panels(
             summary(task=list(TITLES), variant=VARIANTS[:1], normalization=NORMS), TITLES,
             "relative residual", {"full model": "-"}, floor=FLOOR),
@@ -242,7 +243,8 @@ def figures():
         "task_panels_narrow": lambda: plots.task_panels(
             narrow_summary(), TITLES, "relative residual", floor=FLOOR,
             groups=RESIDUAL_GROUPS),
-        "trained_attention_figure": lambda: plots.trained_attention_figure(attention, TITLES),
+        "trained_attention_figure": lambda: ch5_figures.trained_attention_figure(attention, TITLES,
+                                                                                  50),
         "iterations_figure": lambda: plots.iterations_figure(sweep, TITLES),
         "lipschitz_figure": lambda: plots.lipschitz_figure(*lipschitz_tables(), TITLES),
     }

@@ -5,6 +5,8 @@ that a key (`sinkhorn`, `logit_std`) never reaches a page.
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from .stats import significant
@@ -31,6 +33,13 @@ QUOTED_DIGITS = 2
 def quoted(x: float) -> str:
     """A floor or an error as prose quotes it: `QUOTED_DIGITS` significant digits."""
     return significant(x, QUOTED_DIGITS)
+
+
+def math_number(x: float) -> str:
+    """A threshold as a figure's label writes it: '$10^{-6}$' for a power of ten, else as
+    `:g` formats it."""
+    exponent = math.log10(x) if x > 0 else math.nan
+    return f"$10^{{{exponent:.0f}}}$" if exponent == round(exponent) else f"{x:g}"
 
 
 def display(value) -> str:

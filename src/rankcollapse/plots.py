@@ -18,7 +18,7 @@ from matplotlib.ticker import (FixedLocator, FuncFormatter, LogFormatterSciNotat
 import pandas as pd
 import seaborn as sns
 
-from .names import LINE_LABELS, display
+from .names import display
 from .stats import MARGIN
 
 NORMALIZATION_COLORS = {"softmax": "#1f77b4", "sinkhorn": "#d62728"}
@@ -349,74 +349,6 @@ def task_panels(summary: pd.DataFrame, titles: dict[str, str], ylabel: str,
 def has_floor(ax) -> bool:
     """Whether `floor_line` drew the rounding floor in `ax`."""
     return any(line.get_label() == "rounding floor" for line in ax.get_lines())
-
-
-def trained_attention_figure(stats: pd.DataFrame, titles: dict[str, str]):
-    """The complete trained models' attention per layer: the logit scale (left), the
-    Sinkhorn models' row error after exactly 50 iterations, median and largest over inputs
-    (middle), and the mean row entropy (right); normalizations in their colours, one line
-    style per task."""
-    fig, (scale, error, entropy), spare = panel_grid(3, height=3.2)
-    styles = {t: LINESTYLES[i % 4] for i, t in enumerate(titles)}
-    for (task, name), g in stats.groupby(["task", "normalization"], sort=False):
-        per_layer = g.groupby("layer")
-        color, style = NORMALIZATION_COLORS[name], styles[task]
-        label = f"{display(name)}, {titles[task]}"
-        scale.plot(per_layer["logit_std"].median(), style, color=color, marker="o",
-                   markersize=3, label=label)
-        entropy.plot(per_layer["entropy"].mean(), style, color=color, marker="o", markersize=3)
-        if name == "sinkhorn":
-            error.plot(per_layer["marginal_error"].median(), style, color=color, marker="o",
-                       markersize=3, label=f"median, {titles[task]}")
-            error.plot(per_layer["marginal_error"].max(), style, color=color, marker="^",
-                       markersize=4, alpha=0.5, label=f"largest, {titles[task]}")
-    tolerance = error.axhline(1e-6, color="grey", linestyle=":", linewidth=1,
-                              label="tolerance $10^{-6}$")
-    for ax in (scale, error, entropy):
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set(xlabel="layer")
-    scale.set(ylabel="logit standard deviation", title="Logit scale")
-    error.set(yscale="log", ylabel="max |row sum − 1|", title="Sinkhorn after 50 iterations")
-    entropy.set(ylabel="mean row entropy (nats)", title="Row entropy")
-    handles, labels = scale.get_legend_handles_labels()
-    markers = [Line2D([], [], color="grey", marker=m, linestyle="none", markersize=s)
-               for m, s in (("o", 3), ("^", 4))]  # the row-error panel's two statistics
-    legend_off_data(fig, handles + markers + [tolerance],
-                    labels + ["row error: median over inputs", "row error: largest",
-                              tolerance.get_label()], spare, fontsize="small")
-    return fig
-
-
-def learning_curves(curves: pd.DataFrame, titles: dict[str, str]):
-    """Per task (rows): the held-out loss (left, log scale) and accuracy (right) after
-    every epoch, one thin line per training seed, softmax blue and Sinkhorn red; `curves`
-    has columns task, normalization, seed, epoch, heldout_loss, heldout_accuracy and, for
-    the dashed lines, chance and baseline (a value per task)."""
-    tasks = [t for t in titles if t in set(curves["task"])]
-    fig, axes = plt.subplots(len(tasks), 2, figsize=(WIDTH, 2.2 * len(tasks)), squeeze=False,
-                             sharex="row")
-    for row, task in enumerate(tasks):  # a row per task: loss left, accuracy right
-        loss, accuracy = axes[row]
-        g = curves[curves["task"] == task]
-        for (name, _), run in g.groupby(["normalization", "seed"], sort=False):
-            style = dict(color=NORMALIZATION_COLORS[name], linewidth=1, alpha=0.7)
-            loss.plot(run["epoch"], run["heldout_loss"], **style)
-            accuracy.plot(run["epoch"], run["heldout_accuracy"], **style)
-        for key, style in (("chance", ":"), ("baseline", "--")):
-            accuracy.axhline(g[key].iloc[0], color=OTHER_COLORS[5], linestyle=style,
-                             linewidth=1, label=LINE_LABELS[key] if row == 0 else None)
-        loss.set(yscale="log", ylabel="loss (nats)")
-        log_ticks(loss)
-        accuracy.set(ylim=(0, 1.02), ylabel="accuracy")
-        loss.set_title(wrap_title(titles[task], WIDTH), fontsize="small", loc="left")
-        for ax in (loss, accuracy):
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-            ax.set_xlabel("epoch" if row == len(tasks) - 1 else "")  # the bottom row names it
-    for name in NORMALIZATION_COLORS:
-        axes[0, 1].plot([], [], color=NORMALIZATION_COLORS[name], label=display(name))
-    fig.legend(*axes[0, 1].get_legend_handles_labels(), loc="outside lower center", ncol=4,
-               fontsize="small")
-    return fig
 
 
 # ----------------------------------------------------------------------------- chapter 6

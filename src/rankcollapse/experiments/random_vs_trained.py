@@ -22,7 +22,7 @@ from ..primary_tests import run_part
 from ..stats import compare_groups, describe, family_level
 from ..verdicts import results_sentence
 from .random_matrix_control import pooled_paths, random_pool
-from .trained_models import FLOOR
+from ..measures import FLOOR
 
 
 def measured_scales(attention: pd.DataFrame) -> dict[tuple[str, str], np.ndarray]:
