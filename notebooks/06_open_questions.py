@@ -53,26 +53,16 @@ from rankcollapse_book.chapter import chapter_header
 chapter = chapter_header(profile, device, seed)
 settings = chapter.settings
 
-# %%
-from dataclasses import replace
-
-from rankcollapse import names, plots
-from rankcollapse.measures import FLOOR
-from rankcollapse.tasks import load_task
-from rankcollapse.experiments import depth_sweep, model_measures
+# %% tags=["hide-output"]
+from rankcollapse import names
 from rankcollapse.experiments import open_questions as oq
-from rankcollapse.experiments import trained_models as tm
-from rankcollapse.experiments.rank_collapse import deepest_drawn, log_summary
-from rankcollapse_book.summary import joined
+from rankcollapse.experiments.open_questions import figures
 
-tasks = settings.tasks
-data = {role: load_task(task) for role, task in tasks.items()}
-TITLES = tm.task_titles(data)
-tests = {role: test for role, (_, test) in data.items()}
-# chapter 5's complete models (cached: trained there, loaded here), and what this chapter
-# measures on them (C6d, B3, B4, C10), side by side where the device is the CPU
-complete = tm.complete_models(settings, chapter.device, quiet=True)
-measured = model_measures.measure(settings, complete, tests, chapter.device, seed)
+result = oq.run(settings, chapter.device, seed, quiet=False)  # trains what the cache lacks
+
+# %% tags=["remove-cell"]
+chapter.glue(result.glue)
+chapter.glue_text(result.text)
 
 # %% [markdown]
 # ## B1: pure self-attention trained from scratch
@@ -84,24 +74,8 @@ measured = model_measures.measure(settings, complete, tests, chapter.device, see
 # {glue:text}`ch6_scratch_tasks` (the same data, epochs and optimizer as chapter 5). Each
 # is compared with chapter 5's complete models run with the same parts switched off.
 
-# %% tags=["hide-output"]
-study = oq.scratch_study(settings, data, complete, chapter.device)  # trained in chapter 5, else here
-scratch_accuracy, scratch_residuals = study.accuracy, study.residuals
-
-# %% tags=["remove-cell"]
-chapter.glue({"ch6_seeds": len(settings.scratch_seeds),
-              "ch6_train_seeds": tm.seed_counts(settings),
-              "ch6_sweep_seeds": len(settings.depth_sweep.seeds) if settings.depth_sweep else 0,
-              "ch6_chance": ", ".join(f"{c:.3f}" for c in study.chance.values()),
-              "ch6_scratch_tasks": ", ".join(TITLES[r] for r in settings.scratch_tasks),
-              "ch6_acc_inputs": oq.ACCURACY_INPUTS})
-
 # %%
-(scratch_accuracy.assign(normalization=scratch_accuracy["normalization"].map(names.display),
-                         task=scratch_accuracy["task"].map(TITLES))
- .groupby(["task", "variant", "training", "normalization"], sort=False)["accuracy"]
- .agg(["mean", "std"]).rename(columns={"mean": "test accuracy", "std": "std over seeds"})
- .style.format("{:.3f}"))
+result.scratch_accuracy.style.format("{:.3f}")
 
 # %% [markdown]
 # Test accuracy on the first {glue:text}`ch6_acc_inputs` test inputs, mean and standard
@@ -114,19 +88,8 @@ chapter.glue({"ch6_seeds": len(settings.scratch_seeds),
 # finding in the summary box, from the accuracies above.
 
 # %% mystnb={"figure": {"caption": "Relative residual of the hidden states against depth (log scale) in pure self-attention, with the blocks' LayerNorm (left) and without (right): models trained that way (solid) and complete models with the same parts switched off only at inference (dashed), softmax blue and Sinkhorn red. Geometric means over the test inputs of all seeds and one standard deviation of $\\log_{10} r$ (the verdicts compare the seeds' medians instead); dotted, where a panel comes near it: the float64 rounding floor (a layer mostly at the floor is not drawn). Where the red curve lies above the blue one of the same style, Sinkhorn keeps more rank; the gap between solid and dashed curves is what training the pure network changes.", "name": "fig-scratch-residual"}}
-panel = scratch_residuals["task"].map(TITLES) + ", " + scratch_residuals["variant"]
-summary = log_summary(scratch_residuals.assign(task=panel, variant=scratch_residuals["training"]),
-                      ["task", "variant", "normalization", "layer"], floor=FLOOR)
-fig = plots.task_panels(summary, {p: p for p in dict.fromkeys(panel)}, "relative residual $r(X_l)$",
-                        {"from scratch": "-", "switched off at inference": "--"},
-                        floor=FLOOR)
-chapter.show(fig, "fig-scratch-residual", summary)
-chapter.glue({"ch6_deepest": deepest_drawn(summary)})
-
-# %% tags=["remove-cell"]
-b1 = oq.scratch_claim(scratch_accuracy, scratch_residuals, study.contrast, study.chance, TITLES,
-                      settings)
-chapter.glue_text({"ch6_b1": f"**{b1.verdict.capitalize()}.** {b1.finding}"})
+chapter.show(figures.scratch_residual(result), "fig-scratch-residual",
+             result.scratch_residual)
 
 # %% [markdown]
 # B1's answer is in the summary box at the end of the chapter. The registered test of B1 is one number per task and variant: each seed's mean log ratio
@@ -152,19 +115,8 @@ chapter.glue_text({"ch6_b1": f"**{b1.verdict.capitalize()}.** {b1.finding}"})
 # all have the same length, so mixing its inputs would have been sound: it is left out by
 # that rule, not for a reason of its own, and C6d stays untested on it.
 
-# %%
-mech = measured.mechanism
-mech_cmp = oq.mechanism_comparisons(mech)
-image_tasks = {t: TITLES[t] for t in tasks if tests[t].mask is None}
-
 # %% mystnb={"figure": {"caption": "Ratio Sinkhorn / softmax of the median rank-1 residual of attention path products against path depth, complete trained models, with every factor from one input and with the correlation across layers broken (inputs mixed, inputs shuffled); geometric mean over seeds with its Student t interval (simultaneous 95% over the depths of each curve); points without a band have most seeds tied at the rounding floor; grey band: the parity margin. Above 1 Sinkhorn keeps more rank. Compare the one-input curve with the mixed and shuffled ones: the hypothesis predicts that it lies higher.", "name": "fig-mechanism"}}
-fig = plots.ratio_panels(mech_cmp.assign(setting=mech_cmp["mode"]), image_tasks,
-                         order=list(oq.MODES))
-chapter.show(fig, "fig-mechanism", mech_cmp)
-
-# %% tags=["remove-cell"]
-c6d = oq.mechanism_claim(mech, TITLES, settings)
-chapter.glue_text({"ch6_c6d": f"**{c6d.verdict.capitalize()}.** {c6d.finding}"})
+chapter.show(figures.mechanism(result), "fig-mechanism", result.mechanism)
 
 # %% [markdown]
 # The registered test, per task: for each seed, the mean over the path depths from 2 to $L$ at
@@ -205,28 +157,14 @@ chapter.glue_text({"ch6_c6d": f"**{c6d.verdict.capitalize()}.** {c6d.finding}"})
 # normalization they were trained with.
 
 # %%
-swap_accuracy, swap_residuals = measured.swap_accuracy, measured.swap_residuals
-swap_cmp = oq.swap_comparisons(swap_residuals)
-(swap_accuracy.assign(task=swap_accuracy["task"].map(TITLES),
-                      trained=swap_accuracy["trained"].map(names.display),
-                      normalization=swap_accuracy["normalization"].map(names.display))
- .pivot_table(index=["task", "trained"], columns="normalization", values="accuracy",
-              aggfunc="mean", sort=False)
- .rename_axis(columns="at inference").style.format("{:.3f}"))
+result.swap_accuracy.style.format("{:.3f}")
 
 # %% [markdown]
 # Test accuracy (first {glue:text}`ch6_acc_inputs` test inputs, mean over seeds) of each
 # model (rows: the normalization it was trained with) run with each normalization.
 
 # %% mystnb={"figure": {"caption": "Ratio of the hidden-state residual with Sinkhorn at inference to that with softmax, the same trained weights, against the layer; weights trained with softmax and with Sinkhorn (line colours), one panel per task; geometric mean over seeds with its Student t interval (simultaneous 95% over the layers of each curve); grey band: the parity margin. Above 1 Sinkhorn at inference keeps more rank with the same weights. Where a curve lies inside the grey band, the normalization at inference makes no difference to the residual with those weights.", "name": "fig-swapped"}}
-fig = plots.ratio_panels(swap_cmp.assign(setting=swap_cmp["variant"].str.replace(
-    "sinkhorn", "Sinkhorn")), TITLES, x="layer", xlabel="layer",
-    ylabel="Sinkhorn / softmax at inference")
-chapter.show(fig, "fig-swapped", swap_cmp)
-
-# %% tags=["remove-cell"]
-b3 = oq.swap_claim(swap_residuals, swap_accuracy, TITLES, settings)
-chapter.glue_text({"ch6_b3": f"**{b3.verdict.capitalize()}.** {b3.finding}"})
+chapter.show(figures.swapped(result), "fig-swapped", result.swap)
 
 # %% [markdown]
 # B3's answer is in the summary box. How to read parity here: where the trained logits are small (chapter 5 measures their
@@ -245,25 +183,12 @@ chapter.glue_text({"ch6_b3": f"**{b3.verdict.capitalize()}.** {b3.finding}"})
 # rounds per model: {glue:text}`ch6_rounds`; their median, then the mean over seeds).
 
 # %%
-sweep = measured.iterations
-(sweep.assign(task=sweep["task"].map(TITLES)).groupby(["task", "iterations"], sort=False)
- [["accuracy", "row_error", "residual", "ms"]].mean()
- .rename(columns={"accuracy": "test accuracy", "row_error": "marginal error",
-                  "residual": "last-layer residual", "ms": "forward pass (ms)"})
- .style.format({"test accuracy": "{:.3f}", "marginal error": "{:.1e}",
-                "last-layer residual": "{:.3f}", "forward pass (ms)": "{:.1f}"})
- .format_index("{:g}", level="iterations"))
+(result.iteration_means.style.format(
+    {"test accuracy": "{:.3f}", "marginal error": "{:.1e}", "last-layer residual": "{:.3f}",
+     "forward pass (ms)": "{:.1f}"}).format_index("{:g}", level="iterations"))
 
 # %% mystnb={"figure": {"caption": "The Sinkhorn-trained models run with fewer Sinkhorn iterations at inference (horizontal, log scale; 0.5 is one half-step, i.e. softmax): test accuracy (top left), the attention's departure from doubly stochastic, the larger of its row and column errors (top right, log scale; dotted: $10^{-6}$) and time of one forward pass (bottom left), mean over seeds, one colour per task. Read each curve from the right: the number of iterations where accuracy starts to fall is how few inference can use.", "name": "fig-iterations"}}
-chapter.show(plots.iterations_figure(sweep, TITLES), "fig-iterations", sweep)
-
-# %% tags=["remove-cell"]
-b4 = oq.iteration_claim(sweep, TITLES, settings)
-chapter.glue({"ch6_n_eval": settings.n_eval, "ch6_rounds": settings.iteration_rounds,
-              "ch6_full": max(oq.ITERATIONS), "ch6_n_iter": settings.n_iter})
-chapter.glue_text({"ch6_iterations": joined([f"{k:g}" for k in oq.ITERATIONS
-                                             if k != oq.HALF_STEP])})
-chapter.glue_text({"ch6_b4": f"**{b4.verdict.capitalize()}.** {b4.finding}"})
+chapter.show(figures.iterations(result), "fig-iterations", result.iterations)
 
 # %% [markdown]
 # B4's answer is in the summary box. What this implies for cheaper inference: where fewer iterations already match the
@@ -304,19 +229,11 @@ chapter.glue_text({"ch6_b4": f"**{b4.verdict.capitalize()}.** {b4.finding}"})
 # ($10^{-4}$ of their norm).
 
 # %%
-random_lip, trained_lip = measured.random_lipschitz, measured.trained_lipschitz
-sensitive, check_n = measured.sensitivity, measured.check_tokens
-measured.lipschitz_check.rename(index=names.display).style.format("{:.4g}")
+result.measured.lipschitz_check.rename(index=names.display).style.format("{:.4g}")
 
 # %% mystnb={"figure": {"caption": "Local Lipschitz constant of one attention layer (spectral norm of its Jacobian with respect to the tokens, log scale), softmax blue and Sinkhorn red. Top: random layers against the logit scale (log scale), one line style per n, median over weight draws with a quartile band. Bottom: trained layers of chapter 5's complete models against the layer, median over inputs and seeds, one line style per task. Where a red curve lies below the blue one of the same style, the Sinkhorn layer is locally less sensitive to its input.", "name": "fig-lipschitz"}}
-chapter.show(plots.lipschitz_figure(random_lip, trained_lip, TITLES), "fig-lipschitz",
-             random_lip)
-
-# %% tags=["remove-cell"]
-c10 = oq.lipschitz_claim(random_lip, trained_lip, sensitive, TITLES, settings)
-chapter.glue({"ch6_d": settings.d_model, "ch6_heads": settings.n_heads,
-              "ch6_draws": settings.lipschitz_draws, "ch6_lip_inputs": settings.lipschitz_inputs, "ch6_check_n": check_n})
-chapter.glue_text({"ch6_c10": f"**{c10.verdict.capitalize()}.** {c10.finding}"})
+chapter.show(figures.lipschitz(result), "fig-lipschitz",
+             result.measured.random_lipschitz)
 
 # %% [markdown]
 # ## B5: how the advantage changes with depth
@@ -338,11 +255,8 @@ chapter.glue_text({"ch6_c10": f"**{c10.verdict.capitalize()}.** {c10.finding}"})
 # means the late-layer ratio does not change with depth, above it that Sinkhorn's
 # advantage grows with depth.
 
-# %% tags=["hide-output"]
-by_depth = depth_sweep.run(settings, chapter.device, quiet=False)
-
 # %%
-names.readable(by_depth.training).style.format(
+names.readable(result.depth.training).style.format(
     {"accuracy": "{:.3f}", "lowest": "{:.3f}", "logit scale, lowest layer": "{:.2f}",
      "logit scale, highest layer": "{:.2f}", "training time (min)": "{:.1f}"}).hide(axis="index")
 
@@ -355,10 +269,10 @@ names.readable(by_depth.training).style.format(
 # alone. The deepest models are chapter 5's own.
 
 # %% mystnb={"figure": {"caption": "Ratio Sinkhorn / softmax of the hidden-state residual against the relative depth layer / L, one curve per depth L (colours), with skip connections (complete models, left) and without (right, on a scale of its own): geometric mean over training seeds with its Student t interval (simultaneous 95% over the layers of each curve); grey band: the parity margin. Compare the curves' right-hand ends: if the deeper models' curves end higher, Sinkhorn's late-layer advantage grows with depth.", "name": "fig-depth-sweep"}}
-chapter.show(depth_sweep.ratio_by_depth(by_depth.ratios), "fig-depth-sweep", by_depth.ratios)
+chapter.show(figures.depth_sweep(result), "fig-depth-sweep", result.depth.ratios)
 
 # %%
-by_depth.late_shown().style.hide(axis="index")
+result.depth.late_shown().style.hide(axis="index")
 
 # %% [markdown]
 # Sinkhorn / softmax over the second half of each model's layers, per depth: the values B5's
@@ -366,12 +280,6 @@ by_depth.late_shown().style.hide(axis="index")
 # depths of each row group; description).
 #
 # {glue:md}`ch6_b5`
-
-# %% tags=["remove-cell"]
-b5 = by_depth.claim
-chapter.glue(by_depth.glue)
-chapter.glue_text({"ch6_b5": f"**{b5.verdict.capitalize()}.** {b5.finding}",
-                   "ds_data": by_depth.data_note})
 
 # %% [markdown]
 # ````{admonition} What this chapter finds
@@ -393,11 +301,5 @@ chapter.glue_text({"ch6_b5": f"**{b5.verdict.capitalize()}.** {b5.finding}",
 # ```
 
 # %% tags=["remove-cell"]
-trained_on = tm.models_data(tasks, TITLES)
-chapter.glue_claims("ch6_claims", [
-    replace(b1, data=tm.models_data(tasks, TITLES, settings.scratch_tasks,
-                                    what="models trained as pure attention")),
-    replace(b3, data=trained_on), replace(b4, data=trained_on),
-    replace(c10, data=trained_on + "; random weights and inputs"),
-    replace(c6d, data=tm.models_data(tasks, TITLES, list(image_tasks))), b5],
-    "06_open_questions")
+chapter.glue_claims("ch6_claims", result.claims, "06_open_questions")
+

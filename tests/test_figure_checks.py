@@ -20,6 +20,7 @@ from rankcollapse.experiments.sinkhorn_vs_softmax import figures as ch2_figures 
 from rankcollapse.experiments.linearized_bound import figures as ch3_figures  # noqa: E402
 from rankcollapse.experiments.random_matrix_control import figures as ch4_figures  # noqa: E402
 from rankcollapse.experiments.trained_models import figures as ch5_figures  # noqa: E402
+from rankcollapse.experiments.open_questions import figures as ch6_figures  # noqa: E402
 
 FLOOR = 2.2e-15  # the float64 rounding floor (measures.rounding_floor)
 TITLES = {"text": "text classification (stand-in: wordnet4)",
@@ -245,8 +246,8 @@ def figures():
             groups=RESIDUAL_GROUPS),
         "trained_attention_figure": lambda: ch5_figures.trained_attention_figure(attention, TITLES,
                                                                                   50),
-        "iterations_figure": lambda: plots.iterations_figure(sweep, TITLES),
-        "lipschitz_figure": lambda: plots.lipschitz_figure(*lipschitz_tables(), TITLES),
+        "iterations_figure": lambda: ch6_figures.iterations_figure(sweep, TITLES),
+        "lipschitz_figure": lambda: ch6_figures.lipschitz_figure(*lipschitz_tables(), TITLES),
     }
 
 
@@ -287,7 +288,7 @@ def test_checks_catch_short_handles_one_tick_and_crowded_labels():
     """The checks fail on what this book's figures once showed: the Lipschitz legend at the
     default handle length, a log axis with the single label 1, crowded 0.8, 0.9, 1."""
     matplotlib.rcParams["legend.handlelength"] = 2.0
-    fig = plots.lipschitz_figure(*lipschitz_tables(), TITLES)
+    fig = ch6_figures.lipschitz_figure(*lipschitz_tables(), TITLES)
     assert any("short legend handles" in p for p in unreadable(fig))
     fig, ax = plt.subplots()
     ax.plot([1, 2], [0.2, 2])
@@ -304,7 +305,7 @@ def test_checks_catch_short_handles_one_tick_and_crowded_labels():
 
 @pytest.mark.parametrize("trained_range", [(0.95, 1.1), (0.75, 1.4), (0.8, 5)])
 def test_lipschitz_short_log_ranges_show_two_labels(trained_range):
-    fig = plots.lipschitz_figure(*lipschitz_tables(trained_range), TITLES)
+    fig = ch6_figures.lipschitz_figure(*lipschitz_tables(trained_range), TITLES)
     assert unreadable(fig) == []
 
 

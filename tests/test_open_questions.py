@@ -7,17 +7,20 @@ import pandas as pd
 import pytest
 import torch
 
-from rankcollapse.data import Dataset
-from rankcollapse.experiments import model_measures
-from rankcollapse.experiments import open_questions as oq
-from rankcollapse.tasks import SCRATCH, train_config
-from rankcollapse.measures import path_products, sample_paths
-from rankcollapse.models import build_model
 from dataclasses import replace
 
-from rankcollapse.profiles import Task, get_profile
-from rankcollapse.registry import LIPSCHITZ_SCALES
+from rankcollapse.data import Dataset
+from rankcollapse.experiments import open_questions as oq
+from rankcollapse.experiments.open_questions import model_measures
+from rankcollapse.experiments.open_questions.scratch import _learned_words
+from rankcollapse.measures import path_products, sample_paths
+from rankcollapse.models import build_model
+from rankcollapse.profiles import OpenQuestionSettings, Task, get_profile
+from rankcollapse.tasks import SCRATCH, train_config
 from rankcollapse.training import TrainResult
+
+ITERATIONS = OpenQuestionSettings().iterations  # B4's counts
+ENTRIES = OpenQuestionSettings().check_entries  # the power iteration check's largest input
 
 
 def test_modes_choose_the_inputs_of_each_factor():
@@ -104,7 +107,7 @@ def constructed_sweep(enough: int, seeds=range(4), low: float = 0.5) -> pd.DataF
     return pd.DataFrame([dict(task="t", seed=s, iterations=k, inputs=1000,
                               accuracy=(0.9 if k >= enough else low) + 0.001 * s,
                               residual=0.1, row_error=1e-3 / k, ms=10.0 * k)
-                         for s in seeds for k in oq.ITERATIONS])
+                         for s in seeds for k in ITERATIONS])
 
 
 def test_an_accuracy_of_zero_is_censored_at_one_right_answer():
@@ -159,7 +162,7 @@ def test_attention_set_swaps_and_restores():
 def test_swapped_and_iterations_on_tiny_models():
     data = image_data()
     results = {"img": tiny_results(data)}
-    accuracy, residuals = oq.swapped(results, {"img": data}, 8, torch.device("cpu"))
+    accuracy, residuals = oq.swapped(results, {"img": data}, 8, 500, torch.device("cpu"))
     assert len(accuracy) == 3 * 2 * 2 and accuracy.accuracy.between(0, 1).all()
     assert set(residuals.layer) == {0, 1, 2, 3}
     comparisons = oq.swap_comparisons(residuals)
@@ -169,9 +172,10 @@ def test_swapped_and_iterations_on_tiny_models():
     assert {r.part for r in claim.results} == {"weights trained with softmax",
                                                "weights trained with Sinkhorn"}
     cpu = torch.device("cpu")
-    sweep = oq.iteration_sweep(oq.iteration_measures(results, {"img": data}, 8, cpu),
-                               oq.iteration_times(results, {"img": data}, 8, cpu, repeats=1))
-    assert len(sweep) == 3 * len(oq.ITERATIONS)  # the Sinkhorn models only
+    sweep = oq.iteration_sweep(oq.iteration_measures(results, {"img": data}, 8, 500, cpu,
+                                                      ITERATIONS),
+                               oq.iteration_times(results, {"img": data}, 8, cpu, 1, ITERATIONS))
+    assert len(sweep) == 3 * len(ITERATIONS)  # the Sinkhorn models only
     assert (sweep["ms"] > 0).all() and sweep["accuracy"].between(0, 1).all()
     errors = sweep.groupby("iterations")["row_error"].median()
     assert errors[50] < errors[1]  # more iterations, closer to doubly stochastic
@@ -181,7 +185,7 @@ def test_swapped_and_iterations_on_tiny_models():
 def test_pure_training_analysis_runs_both_trainings_with_the_same_parts_off():
     data = image_data()
     scratch = {v: tiny_results(data, sw) for v, sw in SCRATCH.items()}
-    accuracy, residuals = oq.scratch_analysis(scratch, tiny_results(data), data, 8,
+    accuracy, residuals = oq.scratch_analysis(scratch, tiny_results(data), data, 8, 500,
                                               torch.device("cpu"), "img")
     assert set(accuracy.training) == {"from scratch", "switched off at inference"}
     assert len(accuracy) == 2 * 2 * 3 * 2 and set(accuracy.task) == {"img"}
@@ -199,8 +203,8 @@ def test_pure_training_analysis_runs_both_trainings_with_the_same_parts_off():
 def test_lipschitz_tables_and_claim():
     data = image_data()
     models = {"img": {k: r.model for k, r in tiny_results(data).items()}}
-    random = oq.random_lipschitz(16, 2, LIPSCHITZ_SCALES, (4, 8), 3, seed=0, n_iter=10)
-    assert len(random) == len(LIPSCHITZ_SCALES) * 2 * 3 * 2 and (random.lipschitz > 0).all()
+    random = oq.random_lipschitz(16, 2, OpenQuestionSettings().lipschitz_scales, (4, 8), 3, seed=0, n_iter=10)
+    assert len(random) == len(OpenQuestionSettings().lipschitz_scales) * 2 * 3 * 2 and (random.lipschitz > 0).all()
     # the same weights for both normalizations: at tiny logits the constants nearly agree
     # C10's registered layers of each model's own depth: the first, L // 2 and the last
     trained = oq.trained_lipschitz(models, {"img": data}, 2)
@@ -212,14 +216,14 @@ def test_lipschitz_tables_and_claim():
     assert len(sensitive) == 3 * 2 * 4 * 2 and (sensitive.sensitivity > 0).all()
     claim = oq.lipschitz_claim(random, trained, sensitive, {"img": "Img"}, profile("img"))
     assert claim.id == "C10" and "Random layers: n = 4, σ = 0.5:" in claim.finding
-    assert len(claim.results) == len(LIPSCHITZ_SCALES) * 2 + 1
+    assert len(claim.results) == len(OpenQuestionSettings().lipschitz_scales) * 2 + 1
     assert all(np.isfinite(r.number) for r in claim.results)
 
 
 def test_the_whole_jacobian_check_stays_small_at_every_profile():
-    assert oq.check_tokens(32, 16) == 16  # ci: the chapter's first size itself
-    assert oq.check_tokens(128, 64) * 128 <= oq.CHECK_ENTRIES  # full: fewer tokens
-    assert oq.check_tokens(4096, 64) == 2
+    assert oq.check_tokens(32, 16, ENTRIES) == 16  # ci: the chapter's first size itself
+    assert oq.check_tokens(128, 64, ENTRIES) * 128 <= ENTRIES  # full: fewer tokens
+    assert oq.check_tokens(4096, 64, ENTRIES) == 2
 
 
 def test_whether_the_pure_models_learned_is_said_once_when_none_did():
@@ -227,11 +231,11 @@ def test_whether_the_pure_models_learned_is_said_once_when_none_did():
                         "normalization": ["softmax", "sinkhorn"], "seed": 0,
                         "accuracy": [0.09, 0.102]})
     titles = {"mnist": "MNIST"}
-    assert oq._learned_words(acc, acc.iloc[:0], titles).startswith("Every model trained pure")
-    assert oq._learned_words(acc, acc, titles).startswith(
+    assert _learned_words(acc, acc.iloc[:0], titles).startswith("Every model trained pure")
+    assert _learned_words(acc, acc, titles).startswith(
         "None of the 2 models trained pure beats chance by more than 0.1 (test accuracy "
         "0.090–0.102), so the rank comparison below is between models that did not learn")
-    assert oq._learned_words(acc, acc.iloc[:1], titles) == (
+    assert _learned_words(acc, acc.iloc[:1], titles) == (
         "Models trained pure within 0.1 of chance (they did not learn): MNIST, pure "
         "attention, LayerNorm, softmax, seed 0 (0.090).")
 
@@ -241,8 +245,9 @@ def test_the_chapters_measures_side_by_side_equal_one_after_another():
     (B4's clock aside, which is timed alone in this process either way)."""
     data = image_data()
     complete = {"img": tiny_results(data)}
-    settings = replace(profile("img"), n_eval=4, n_paths=4, lipschitz_draws=1,
-                       lipschitz_inputs=1, iteration_rounds=1, d_model=8, n_heads=2)
+    settings = replace(profile("img"), n_eval=4, n_paths=4, d_model=8, n_heads=2,
+                       ch6=OpenQuestionSettings(lipschitz_draws=1, lipschitz_inputs=1,
+                                                iteration_rounds=1))
     cpu = torch.device("cpu")
     apart, together = (model_measures.measure(replace(settings, train_jobs=jobs), complete,
                                               {"img": data}, cpu, 0) for jobs in (2, 1))

@@ -42,6 +42,11 @@ def math_number(x: float) -> str:
     return f"$10^{{{exponent:.0f}}}$" if exponent == round(exponent) else f"{x:g}"
 
 
+def joined(items: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def display(value) -> str:
     """A value as a reader sees it: 'Sinkhorn' capitalised, other values as they are."""
     return DISPLAY.get(value, value) if isinstance(value, str) else value

@@ -156,6 +156,25 @@ class ControlSettings:
 
 
 @dataclass(frozen=True)
+class OpenQuestionSettings:
+    """Chapter 6's sizes: test inputs for the accuracies of B1, B3 and B4; B4's iteration
+    counts at inference (0.5: one half-step, i.e. softmax) and its interleaved timing rounds
+    per model and count (the table shows the mean over seeds of each model's median); C10's
+    logit scales and independent random layers per (n, logit scale) of the random layers,
+    test inputs per trained model, and the largest input (tokens x width) whose whole
+    Jacobian checks the power iteration: it takes that many backward passes, so it stays
+    seconds at every profile."""
+
+    accuracy_inputs: int = 500
+    iterations: tuple[float, ...] = (0.5, 1, 2, 3, 5, 10, 20, 50)
+    iteration_rounds: int = 3
+    lipschitz_scales: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
+    lipschitz_draws: int = 6
+    lipschitz_inputs: int = 2
+    check_entries: int = 2048
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     n_tokens: int  # sequence length n
@@ -174,16 +193,12 @@ class Profile:
     scratch_tasks: tuple[str, ...] = ()  # chapter 6: tasks whose models are also trained pure
     scratch_seeds: tuple[int, ...] = (0,)  # chapter 6: the seeds trained pure (of train_seeds)
     train_jobs: int = 1  # trainings run at once on the device (`trainings.run_all`)
-    lipschitz_draws: int = 6  # chapter 6: independent random layers per (n, logit scale)
-    lipschitz_inputs: int = 2  # chapter 6: test inputs per trained model's layers (C10)
-    # chapter 6 (B4): interleaved timing rounds of each Sinkhorn model's forward pass per
-    # number of iterations (the table shows the mean over seeds of each model's median)
-    iteration_rounds: int = 3
     depth_sweep: DepthSweep | None = None  # chapter 6: one task trained at several depths
     ch1: RankCollapseSettings = RankCollapseSettings()  # chapter 1's own sizes
     ch2: SinkhornSettings = SinkhornSettings()  # chapter 2's
     ch3: BoundSettings = BoundSettings()  # chapter 3's
     ch4: ControlSettings = ControlSettings()  # chapter 4's
+    ch6: OpenQuestionSettings = OpenQuestionSettings()  # chapter 6's
     # Chapter 7. What is timed, at which sizes, how often.
     appendix: Appendix = Appendix()
 
@@ -261,18 +276,19 @@ PROFILES: dict[str, Profile] = {
                   n_samples=32, weight_draws=4, n_paths=100, n_pools=12,
                   paths_per_pool=25, tasks=_CI_TASKS, train_seeds=tuple(range(5)), n_eval=128,
                   scratch_tasks=("mnist",), scratch_seeds=(0, 1, 2), train_jobs=2,
-                  lipschitz_draws=6, depth_sweep=_CI_SWEEP,
+                  depth_sweep=_CI_SWEEP,
                   # B4's forward passes timed once per model and number of iterations: the
                   # mean over 17 Sinkhorn models averages the noise (3 rounds took 24 s more)
-                  iteration_rounds=1),
+                  ch6=OpenQuestionSettings(iteration_rounds=1)),
     "full": Profile("full", n_tokens=128, d_model=128, n_heads=4, depth=24, n_iter=50,
                     n_samples=128, weight_draws=4, n_paths=100, n_pools=16,
                     paths_per_pool=100, tasks=_FULL_TASKS, train_seeds=(0, 1, 2, 3, 4),
                     n_eval=512, scratch_tasks=("text", "mnist", "cats_dogs"),
-                    scratch_seeds=(0, 1, 2, 3, 4), train_jobs=4, lipschitz_draws=16,
+                    scratch_seeds=(0, 1, 2, 3, 4), train_jobs=4,
                     ch1=RankCollapseSettings(layernorm_draws=100),
                     ch2=SinkhornSettings(entropy_draws=512),
                     ch4=ControlSettings(pool_batch=16, control_sizes=(64, 128, 256)),
+                    ch6=OpenQuestionSettings(lipschitz_draws=16),
                     appendix=Appendix(step_shapes=("ci", "paper")),  # and the paper's shapes
                     # the depth sweep at the paper's width on MNIST: its 24 layers are chapter
                     # 5's models (seeds 0-4), trained once
@@ -287,7 +303,8 @@ PROFILES["smoke"] = replace(
     PROFILES["ci"], name="smoke", n_samples=8, n_paths=10, n_pools=4, paths_per_pool=5,
     ch1=replace(PROFILES["ci"].ch1, layernorm_draws=4),
     ch2=replace(PROFILES["ci"].ch2, entropy_draws=32),
-    n_eval=16, train_seeds=(0, 1, 2), scratch_seeds=(0, 1), lipschitz_draws=2,
+    ch6=replace(PROFILES["ci"].ch6, lipschitz_draws=2),
+    n_eval=16, train_seeds=(0, 1, 2), scratch_seeds=(0, 1),
     tasks={role: replace(task, epochs=1, train_limit=256, seeds=())
            for role, task in _CI_TASKS.items()},
     depth_sweep=DepthSweep("mnist", depths=(2, 4), seeds=(0, 1, 2)))
@@ -302,8 +319,8 @@ PROFILES["full-smoke"] = replace(
     ch1=replace(PROFILES["full"].ch1, layernorm_draws=4),
     ch2=replace(PROFILES["full"].ch2, entropy_draws=16),
     ch4=replace(PROFILES["full"].ch4, pool_batch=4),
+    ch6=replace(PROFILES["full"].ch6, lipschitz_draws=2, iteration_rounds=1),
     paths_per_pool=4, n_eval=8, train_seeds=(0, 1, 2), scratch_seeds=(0, 1), train_jobs=2,
-    lipschitz_draws=2, iteration_rounds=1,
     # the appendix's code at small sizes; a step at the paper's shapes (the same code as at
     # the ci shapes) took 256 s on 2 busy cores even at 2 rounds: it is left to `full`. One
     # timed round after the warm-up walks every path (the two step tables took 340 s of

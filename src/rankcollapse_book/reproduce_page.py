@@ -14,13 +14,13 @@ from rankcollapse.names import TASKS
 from rankcollapse.data import record as dataset_record
 from rankcollapse.files import atomic_write_text
 from rankcollapse.profiles import (PROFILES, Appendix, BoundSettings, ControlSettings, DepthSweep,
-                                   LogGrid, PreciseStack, Profile, RankCollapseSettings,
-                                   SinkhornSettings)
+                                   LogGrid, OpenQuestionSettings, PreciseStack, Profile,
+                                   RankCollapseSettings, SinkhornSettings)
 
 PROFILES_PART, TIMES_PART = Path("book") / "profiles.md", Path("book") / "times.md"
 # The chapters' own settings records on `Profile`: one row per field of each.
 CHAPTER_SETTINGS = {"ch1": RankCollapseSettings, "ch2": SinkhornSettings, "ch3": BoundSettings,
-                    "ch4": ControlSettings}
+                    "ch4": ControlSettings, "ch6": OpenQuestionSettings}
 LABELS = {  # Profile field, or a field of a chapter's settings -> what it sets (chapter)
     "n_tokens": "tokens per sequence, random inputs (chapters 1-4)",
     "d_model": "width of the random-weight stacks (chapters 1, 2, 4)",
@@ -40,6 +40,11 @@ LABELS = {  # Profile field, or a field of a chapter's settings -> what it sets 
     "lipschitz_draws": "random layers per setting, Lipschitz constants (chapter 6)",
     "lipschitz_inputs": "test inputs per trained model, Lipschitz constants (chapter 6)",
     "iteration_rounds": "interleaved timing rounds per model and iteration count (chapter 6)",
+    "accuracy_inputs": "test inputs for the accuracies of B1, B3 and B4 (chapter 6)",
+    "iterations": "Sinkhorn iteration counts at inference, B4; 0.5 is softmax (chapter 6)",
+    "lipschitz_scales": "logit scales of the random layers, Lipschitz constants (chapter 6)",
+    "check_entries": "largest input (tokens × width) whose whole Jacobian checks the power "
+                     "iteration (chapter 6)",
     "depth_sweep": "one task trained at several depths (chapter 6)",
     "collapse_scales": "logit scales of the pure stacks (chapter 1)",
     "collapse_precise": "high-precision pure stack (chapter 1)",

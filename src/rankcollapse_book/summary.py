@@ -17,6 +17,7 @@ say so (`learned`). Before them, where the profile is not the paper's, the cavea
 from __future__ import annotations
 
 from rankcollapse.experiments.trained_models import seed_counts
+from rankcollapse.names import joined
 from rankcollapse.profiles import Profile, get_profile
 from rankcollapse.stats import MARGIN, WORDS, mostly_at_floor
 from rankcollapse_book.outcomes import (has_interval, readable, short_task, shown_results,
@@ -124,11 +125,6 @@ def caveat(profile: str) -> str | None:
     return DEMONSTRATION.format(profile=f"`{profile}`", size=model_size(settings),
                                 seeds=seed_counts(settings),
                                 paper=model_size(get_profile("full")))
-
-
-def joined(items: list[str]) -> str:
-    """'a', 'a and b', 'a, b and c'."""
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _ratio(r: dict) -> str:

@@ -4,7 +4,7 @@ loader returns (`Dataset`), each split in one fixed order."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -169,6 +169,13 @@ class Dataset:
 
     def __len__(self) -> int:
         return len(self.y)
+
+    def first(self, n: int) -> Dataset:
+        """The first `n` examples (all of them if there are fewer)."""
+        if len(self) <= n:
+            return self
+        return replace(self, x=self.x[:n], y=self.y[:n],
+                       mask=None if self.mask is None else self.mask[:n])
 
 
 
