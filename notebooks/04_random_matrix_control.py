@@ -153,12 +153,13 @@ chapter.show(figures.correlated(result), "fig-correlated", result.correlated)
 # In a network, layer $l+1$'s logits are computed from layer $l$'s output: the dependence is
 # not just correlation but a deterministic chain. We build random-weight networks (chapter 1's
 # stacks, {glue:text}`ch4_layers` layers), with and without skip connections (with skips we
-# also use pre-LayerNorm, as in a real block; no FFN), at two logit scales, feed random token
-# matrices, record every attention matrix, and run the same path analysis; each pool is one
+# also use pre-LayerNorm, as in a real block; no FFN), at logit scales
+# {glue:text}`ch4_network_scales`, feed random token matrices, record every attention
+# matrix, and run the same path analysis; each pool is one
 # network with its own weights and inputs. Softmax and Sinkhorn networks share weights and
 # inputs.
 
-# %% mystnb={"figure": {"caption": "Test (b): ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth, attention computed by random-weight networks (float64) with skip connections and LayerNorm, and without both (pure), at two logit scales, and for independent random matrices at the same two scales (the control); geometric mean over independent networks or pools with Student t intervals (simultaneous 95% over the depths of each curve); grey band: the parity margin. A network curve above its control's is what the chain adds. Depths where most networks' products are rank one to float64 precision for both normalizations give no interval and are not drawn: the pure networks, which collapse within a few layers, appear only where they give one. Where a curve and its band lie above the grey band, Sinkhorn keeps more rank at that depth.", "name": "fig-network-chains"}}
+# %% mystnb={"figure": {"caption": "Test (b): ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth, attention computed by random-weight networks (float64) with skip connections and LayerNorm, and without both (pure), at the logit scales the text names, and for independent random matrices at the same scales (the control); geometric mean over independent networks or pools with Student t intervals (simultaneous 95% over the depths of each curve); grey band: the parity margin. A network curve above its control's is what the chain adds. Depths where most networks' products are rank one to float64 precision for both normalizations give no interval and are not drawn: the pure networks, which collapse within a few layers, appear only where they give one. Where a curve and its band lie above the grey band, Sinkhorn keeps more rank at that depth.", "name": "fig-network-chains"}}
 chapter.show(figures.network_chains(result), "fig-network-chains", result.chains)
 
 # %% [markdown]
@@ -168,10 +169,9 @@ chapter.show(figures.network_chains(result), "fig-network-chains", result.chains
 # censored value: it enters at the floor, and a depth where most pools are at the floor for
 # both normalizations gives no verdict. Per network (description, one line per network):
 #
-# - pure, logit scale 1: {glue:md}`ch4_net0_verdict`
-# - pure, logit scale 4: {glue:md}`ch4_net1_verdict`
-# - skip + LN, logit scale 1: {glue:md}`ch4_net2_verdict`
-# - skip + LN, logit scale 4: {glue:md}`ch4_net3_verdict`
+# ```{glue:md} ch4_networks
+# :format: myst
+# ```
 #
 # These lines are to be read against the random control: what the chain structure (each
 # layer's attention computed from the previous layer's output) adds is the difference
@@ -180,8 +180,9 @@ chapter.show(figures.network_chains(result), "fig-network-chains", result.chains
 # as such (Welch's $t$ interval of the difference of their mean logs), from depth 2 on
 # (depth 1 is a single matrix, not a chain), depth by depth:
 #
-# - skip + LN, logit scale 1: {glue:md}`ch4_beyond_1`
-# - skip + LN, logit scale 4: {glue:md}`ch4_beyond_4`
+# ```{glue:md} ch4_beyond
+# :format: myst
+# ```
 #
 # These comparisons describe random networks; the paper's hypothesis (C6d) is decided on
 # trained models in chapter 6.
@@ -196,23 +197,21 @@ chapter.show(figures.network_chains(result), "fig-network-chains", result.chains
 # {glue:text}`ch4_pools` independent weight draws per scale, each summarised by its median
 # over {glue:text}`ch4_hidden_inputs` random inputs (the same inputs for every network).
 
-# %% mystnb={"figure": {"caption": "Test (c): ratio Sinkhorn / softmax of the relative residual of the hidden states against the layer, random-weight networks with skip connections (no FFN), with pre-LayerNorm (left) and without (right), four logit scales (line colours); geometric mean over independent networks with its Student t interval (simultaneous 95% over the layers and scales of each panel); grey band: the parity margin. Above 1 Sinkhorn keeps more rank. Where a curve and its band lie above the grey band, Sinkhorn keeps more rank at that layer.", "name": "fig-hidden-test"}}
+# %% mystnb={"figure": {"caption": "Test (c): ratio Sinkhorn / softmax of the relative residual of the hidden states against the layer, random-weight networks with skip connections (no FFN), with pre-LayerNorm (left) and without (right), at the logit scales the text names (line colours); geometric mean over independent networks with its Student t interval (simultaneous 95% over the layers and scales of each panel); grey band: the parity margin. Above 1 Sinkhorn keeps more rank. Where a curve and its band lie above the grey band, Sinkhorn keeps more rank at that layer.", "name": "fig-hidden-test"}}
 chapter.show(figures.hidden_test(result), "fig-hidden-test", result.hidden)
 
 # %% [markdown]
 # Layer by layer ({numref}`fig-hidden-test`; description), with LayerNorm:
 #
-# - logit scale 0.5: {glue:md}`ch4_hidden_ln_0.5`
-# - logit scale 1: {glue:md}`ch4_hidden_ln_1`
-# - logit scale 2: {glue:md}`ch4_hidden_ln_2`
-# - logit scale 4: {glue:md}`ch4_hidden_ln_4`
+# ```{glue:md} ch4_hidden_ln
+# :format: myst
+# ```
 #
 # Without LayerNorm:
 #
-# - logit scale 0.5: {glue:md}`ch4_hidden_noln_0.5`
-# - logit scale 1: {glue:md}`ch4_hidden_noln_1`
-# - logit scale 2: {glue:md}`ch4_hidden_noln_2`
-# - logit scale 4: {glue:md}`ch4_hidden_noln_4`
+# ```{glue:md} ch4_hidden_noln
+# :format: myst
+# ```
 #
 # These networks are untrained and, in the `ci` profile, small: the comparisons describe
 # them. Chapter 6 asks the question of trained models (breaking the correlation along their

@@ -54,38 +54,26 @@ chapter = chapter_header(profile, device, seed)
 settings = chapter.settings
 
 # %%
-import pandas as pd
-import torch
-
 from rankcollapse import names
-from rankcollapse.step_timing import train_step_table, trained_step_sentence, trained_step_table
-from rankcollapse.timing import EXACTNESS_HEADERS, REFERENCE, TABLE_HEADERS, exactness, sinkhorn_table
+from rankcollapse.experiments import appendix
+from rankcollapse.timing import TABLE_HEADERS
 
-torch.manual_seed(seed)
-sizes = settings.appendix
-table = sinkhorn_table(chapter.device, sizes.shape, repeats=sizes.repeats,
-                       n_iter=settings.n_iter)
-rows = table.set_index("implementation")
-ours, softmax = rows.loc["rankcollapse.sinkhorn"], rows.loc["rankcollapse.softmax"]
+result = appendix.run(settings, chapter.device, seed)  # every number of this chapter
 
 # %% tags=["remove-cell"]
-chapter.glue({"app_speedup": ours["speedup_vs_reference"],
-              "app_error": names.quoted(ours["max_abs_error_vs_reference"]),
-              "app_memory": ours["saved_for_backward_MiB"] / softmax["saved_for_backward_MiB"],
-              "app_reference_memory": rows.loc[REFERENCE, "saved_for_backward_MiB"]
-              / ours["saved_for_backward_MiB"],
-              "app_batch": sizes.shape[0], "app_n": sizes.shape[-1], "app_repeats": sizes.repeats,
-              "app_scales": len(sizes.scales), "app_step_repeats": sizes.step_repeats})
+chapter.glue(result.glue)
+chapter.glue_text(result.text)
 
 # %%
-table.drop(columns=["torch", "rankcollapse"]).rename(columns=TABLE_HEADERS).style.format(
+result.kernel.drop(columns=["torch", "rankcollapse"]).rename(columns=TABLE_HEADERS).style.format(
     {"median time (ms)": "{:.1f}", "speed-up over the reference": "{:.1f}",
      "largest difference to the reference": "{:.1e}", "kept for backward (MiB)": "{:.1f}"},
     na_rep="–").hide(axis="index")
 
 # %% [markdown]
 # Logits: a batch of {glue:text}`app_batch` matrices of size {glue:text}`app_n` ×
-# {glue:text}`app_n` with entries $\mathcal N(0, 4)$, float32, 50 iterations. The
+# {glue:text}`app_n` with normal entries of standard deviation {glue:text}`app_kernel_scale:g`,
+# float32, {glue:text}`app_n_iter` iterations. The
 # implementations run in turn, {glue:text}`app_repeats` times after a warm-up; the speed-up is the
 # median over rounds of the reference's time divided by ours, so that a noisy machine slows
 # both sides of each ratio alike.
@@ -106,9 +94,7 @@ table.drop(columns=["torch", "rankcollapse"]).rename(columns=TABLE_HEADERS).styl
 # others.
 
 # %%
-pd.DataFrame({s: exactness(chapter.device, sizes.shape, settings.n_iter, scale=s) for s in sizes.scales}).T.rename(
-    columns=EXACTNESS_HEADERS).rename_axis("logit scale").style.format(
-    "{:.2g}", na_rep="–").format_index("{:g}")
+result.exactness.style.format("{:.2g}", na_rep="–").format_index("{:g}")
 
 # %% [markdown]
 # ## A whole training step
@@ -118,27 +104,21 @@ pd.DataFrame({s: exactness(chapter.device, sizes.shape, settings.n_iter, scale=s
 # backward, and the whole step; interleaved rounds, the ratio Sinkhorn / softmax as the
 # median of the per-round ratios. Two sets of weights: PyTorch's default initialisation,
 # whose attention logits are small and converge in a few iterations, and Gaussian weights
-# with logit scale 1, closer to a trained model. The `ci` profile times the `ci` models'
+# with logit scale {glue:text}`app_step_scale:g`, closer to a trained model. The `ci` profile times the `ci` models'
 # shapes; the `full` profile adds the paper's shapes (24 layers, width 128, 50 tokens).
 
 # %%
-steps = train_step_table(list(sizes.step_shapes), chapter.device, repeats=sizes.step_repeats,
-                         n_iter=settings.n_iter, seed=seed)
-steps.drop(columns=["repeats"]).rename(columns={
+result.steps.drop(columns=["repeats"]).rename(columns={
     "softmax_ms": "softmax (ms)", "sinkhorn_ms": "Sinkhorn (ms)", "ratio": "Sinkhorn / softmax"}
 ).style.format({"softmax (ms)": "{:.1f}", "Sinkhorn (ms)": "{:.1f}",
                 "Sinkhorn / softmax": "{:.2f}"}).hide(axis="index")
 
-# %% tags=["remove-cell"]
-whole = steps[(steps.phase == "step") & (steps.shapes == "ci")].set_index("weights")["ratio"]
-chapter.glue({"app_step_init": whole["default initialisation"],
-              "app_step_trained": whole["logit scale 1"]})
-
 # %% [markdown]
 # At the `ci` shapes a whole training step with Sinkhorn attention costs
 # {glue:text}`app_step_init:.2f` times the softmax step at initialisation and
-# {glue:text}`app_step_trained:.2f` times with logit scale 1. Trained models have larger
-# logits, where more attention matrices converge slowly or run all 50 iterations: the next
+# {glue:text}`app_step_trained:.2f` times with logit scale {glue:text}`app_step_scale:g`. Trained
+# models have larger logits, where more attention matrices converge slowly or run all
+# {glue:text}`app_n_iter` iterations: the next
 # section measures a step at their own weights.
 #
 # Timings on a shared machine move from run to run; the ratios, measured in the same process,
@@ -156,16 +136,13 @@ chapter.glue({"app_step_init": whole["default initialisation"],
 # the standard deviation of the logits.
 
 # %%
-trained_steps = trained_step_table(settings.name, chapter.device, repeats=sizes.step_repeats)
-shown = trained_steps.drop(columns=["repeats", "device", "threads"]).rename(columns={
+shown = result.trained_steps.drop(columns=["repeats", "device", "threads"]).rename(columns={
     "softmax_ms": "softmax (ms)", "sinkhorn_ms": "Sinkhorn (ms)", "ratio": "Sinkhorn / softmax",
     "converged_share": "share stopped early", "logit_std": "logit scale"})
-names.readable(shown.assign(dataset=shown["dataset"].map(names.dataset)), names.TASKS).style.format(
+names.readable(shown.assign(dataset=shown["dataset"].map(names.dataset)),
+               names.TASKS).style.format(
     {"softmax (ms)": "{:.1f}", "Sinkhorn (ms)": "{:.1f}", "Sinkhorn / softmax": "{:.2f}",
      "share stopped early": "{:.0%}", "logit scale": "{:.2f}"}).hide(axis="index")
-
-# %% tags=["remove-cell"]
-chapter.glue_text({"app_trained_steps": trained_step_sentence(trained_steps)})
 
 # %% [markdown]
 # {glue:md}`app_trained_steps`

@@ -13,9 +13,10 @@ from rankcollapse.profiles import PROFILES
 from rankcollapse_book import pipeline
 from test_chapters import CHAPTER_NUMBERS
 
-# Chapters 5 to 7 train and read the models (the appendix times a step of chapter 5's): they
-# are walked through Jupyter, about 6.5 minutes on a core and a half. Chapters 1 to 4 are
-# functions of their profile, whose `run` tests/test_chapters.py calls under full-smoke.
+# Chapters 5 to 7 train and read the models (the appendix times a step of chapter 5's): under
+# full-smoke their notebooks, which call each chapter's `run`, are walked through Jupyter,
+# about 6.5 minutes on a core and a half (tests/test_chapters.py runs them under smoke).
+# Chapters 1 to 4's `run` tests/test_chapters.py calls under full-smoke too.
 WALKS = {"walk_trained": ("05", "06", "07")}
 
 

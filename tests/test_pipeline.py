@@ -12,7 +12,8 @@ import nbformat
 import pytest
 
 from rankcollapse_book.chapter import TIME_PLACEHOLDER
-from rankcollapse_book.pipeline import Project, build, cache_key, finalize, main, run
+from rankcollapse_book.pipeline import Project, cache_key, finalize, main, run
+from rankcollapse_book.site import build
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PARAMETERS = {"profile": "ci", "device": "cpu", "seed": 7}
@@ -207,7 +208,7 @@ def test_build_config_puts_version_and_commit_in_every_page_footer(tmp_path, mon
     from jupyter_book.config import get_final_config
 
     from rankcollapse import __version__
-    from rankcollapse_book.pipeline import BUILD_CONFIG, build_config
+    from rankcollapse_book.site import BUILD_CONFIG, build_config
 
     def final_footer(root: Path) -> str:
         path = build_config(root)

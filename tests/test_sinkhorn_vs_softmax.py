@@ -7,7 +7,9 @@ import pandas as pd
 import torch
 
 from rankcollapse.profiles import get_profile
-from rankcollapse.registry import ENTROPY_SCALES
+from rankcollapse.profiles import SinkhornSettings
+
+ENTROPY_SCALES = SinkhornSettings().entropy_scales  # C9's logit scales
 from rankcollapse.experiments.sinkhorn_vs_softmax import (claims, convergence,
                                                           convergence_curves,
                                                           entropy_comparison, entropy_table,

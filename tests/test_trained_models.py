@@ -340,7 +340,7 @@ def test_models_that_plateau_only_by_the_floor_are_counted_and_named(monkeypatch
     results = {"t": {("softmax", 0): run(near_zero, 0), ("softmax", 1): run(settled, 1),
                      ("sinkhorn", 0): run(settled, 0), ("sinkhorn", 1): run(settled, 1)}}
     data = {"t": (SimpleNamespace(classes=list(range(4))), list(range(50)))}
-    monkeypatch.setattr("rankcollapse.experiments.trained_models.linear_baseline",
+    monkeypatch.setattr("rankcollapse.experiments.trained_models.convergence.linear_baseline",
                         lambda train, test: 0.5)
     table = convergence_table(results, data, {"t": "T"})
     assert table.set_index("normalization")["by the floor alone"].to_dict() == \

@@ -47,6 +47,11 @@ def joined(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+def bullets(items: dict[str, str]) -> str:
+    """A Markdown list, one '- label: sentence' line per item, for a `{glue:md}` block."""
+    return "\n".join(f"- {label}: {sentence}" for label, sentence in items.items())
+
+
 def display(value) -> str:
     """A value as a reader sees it: 'Sinkhorn' capitalised, other values as they are."""
     return DISPLAY.get(value, value) if isinstance(value, str) else value

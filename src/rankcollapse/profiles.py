@@ -82,12 +82,13 @@ class DepthSweep:
 @dataclass(frozen=True)
 class Appendix:
     """Chapter 7's sizes: the Sinkhorn kernel timed on random logits of `shape` (batch, n, n),
-    `repeats` interleaved rounds; its early stop checked at the logit `scales`; one training
+    `repeats` interleaved rounds, at logit scale `kernel_scale`; its early stop checked at the logit `scales`; one training
     step timed at the `step_shapes` (keys of `step_timing.TRAIN_SHAPES`: 'ci', 'paper'),
     `step_repeats` rounds, and at the trained models' own logits as often."""
 
     shape: tuple[int, int, int] = (256, 128, 128)
     repeats: int = 7
+    kernel_scale: float = 2.0  # the timed logits' standard deviation
     scales: tuple[float, ...] = (1.0, 2.0, 3.0)
     step_shapes: tuple[str, ...] = ("ci",)
     step_repeats: int = 10
@@ -119,6 +120,7 @@ class SinkhornSettings:
     heatmap: tuple[int, float] = (12, 1.5)
     entropy_draws: int = 128
     pure_scales: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
+    entropy_scales: tuple[float, ...] = (0.5, 1.0, 2.0, 3.0, 5.0)  # row errors and C9
     error_quoted_scales: tuple[float, ...] = (2.0, 3.0, 5.0)  # row errors the prose quotes
     entropy_quoted_scale: float = 3.0  # the entropy difference the prose quotes
     cost_sizes: tuple[int, ...] = (16, 32, 64, 128)
@@ -146,13 +148,16 @@ class BoundSettings:
 class ControlSettings:
     """Chapter 4's sizes (its pools: the profile's `n_pools` and `paths_per_pool`): inputs
     per pool and the control's logit scale; the control sweep's token counts and logit
-    scales; the correlations between consecutive layers' logits of test (a)."""
+    scales; the correlations between consecutive layers' logits of test (a); the logit scales
+    of test (b)'s random networks and of test (c)'s hidden states."""
 
     pool_batch: int = 8
     pool_scale: float = 1.0
     control_sizes: tuple[int, ...] = (16, 32, 64)
     control_scales: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
     rhos: tuple[float, ...] = (0.0, 0.5, 0.9, 0.99)
+    network_scales: tuple[float, ...] = (1.0, 4.0)
+    hidden_scales: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
 
 
 @dataclass(frozen=True)

@@ -60,9 +60,6 @@ PAPER_DEPTH = 24  # C4a-C4e are statements about the paper's 24-layer encoders a
 COLLAPSE_LEVEL = 0.5
 
 # Settings of the registered tests on random weights and logits (the chapters use these).
-ENTROPY_SCALES = (0.5, 1.0, 2.0, 3.0, 5.0)  # C9, random logits
-NETWORK_SCALES = (1.0, 4.0)  # chapter 4's random networks (description): path products
-HIDDEN_SCALES = (0.5, 1.0, 2.0, 4.0)  # chapter 4's random networks (description): hidden states
 
 
 def scale_label(s: float) -> str:
@@ -408,7 +405,7 @@ CLAIMS: dict[str, Registered] = {r.id: r for r in [
     Registered("C9", "doubly stochastic attention spreads attention more evenly (higher row "
                "entropy)", (
                    Part("random logits", "mean row entropy", "random matrix", "paired",
-                        "more", tuple(scale_label(s) for s in ENTROPY_SCALES),
+                        "more", lambda p: tuple(scale_label(s) for s in p.ch2.entropy_scales),
                         margin=ENTROPY_MARGIN),
                    _hidden("trained models", "mean row entropy of the attention",
                            margin=ENTROPY_MARGIN))),

@@ -10,8 +10,8 @@ import pandas as pd
 import torch
 
 from ...claim_rows import Claim
+from ...names import bullets
 from ...profiles import Profile
-from ...registry import HIDDEN_SCALES
 from ...stats import describe
 from . import experiment as rm
 
@@ -62,9 +62,9 @@ def run(settings: Profile, device: torch.device, seed: int) -> RandomMatrixContr
     correlated = rm.correlated_test(layers, batch, heads, n, settings.ch4.rhos,
                                     n_iter=settings.n_iter, **paths)
     chain = rm.chain_test(settings.d_model, heads, layers, batch, n, n_iter=settings.n_iter,
-                          device=device, **paths)
+                          scales=settings.ch4.network_scales, device=device, **paths)
     stacks = {ln: rm.hidden_state_stacks(settings.d_model, heads, layers, settings.n_samples, n,
-                                         HIDDEN_SCALES, settings.n_pools, seed, settings.n_iter,
+                                         settings.ch4.hidden_scales, settings.n_pools, seed, settings.n_iter,
                                          device, layernorm=ln) for ln in (True, False)}
     hidden = rm.hidden_state_panels(stacks)
 
@@ -78,15 +78,19 @@ def run(settings: Profile, device: torch.device, seed: int) -> RandomMatrixContr
             "ch4_sweep_sizes": ", ".join(map(str, settings.ch4.control_sizes)),
             "ch4_sweep_scales": ", ".join(f"{s:g}" for s in settings.ch4.control_scales),
             "ch4_sweep_depths": ", ".join(map(str, sweep_depths)),
-            "ch4_hidden_scales": ", ".join(f"{s:g}" for s in HIDDEN_SCALES),
+            "ch4_hidden_scales": ", ".join(f"{s:g}" for s in settings.ch4.hidden_scales),
+            "ch4_network_scales": ", ".join(f"{s:g}" for s in settings.ch4.network_scales),
             "ch4_hidden_inputs": settings.n_samples}
     text = ({f"ch4_{k}_verdict": sentences[label] for k, label in CONTROL_KEYS.items()}
             | {"ch4_sweep_verdict": rm.sweep_sentence(sweep),
                "ch4_corr_verdict": rm.correlated_sentence(correlated)}
-            | {f"ch4_net{i}_verdict": v for i, v in enumerate(chain.verdicts.values())}
-            | {f"ch4_beyond_{s:g}": v for s, v in chain.beyond_verdicts.items()}
-            | {f"ch4_hidden_{'ln' if ln else 'noln'}_{s:g}": describe(g, "layer", "layer")
-               for (ln, s), g in hidden.groupby(["layernorm", "logit_std"], sort=False)})
+            | {"ch4_networks": bullets(chain.verdicts),
+               "ch4_beyond": bullets({rm.network_label(True, s): v
+                                      for s, v in chain.beyond_verdicts.items()})}
+            | {f"ch4_hidden_{'ln' if ln else 'noln'}": bullets({
+                f"logit scale {s:g}": describe(g, "layer", "layer")
+                for s, g in by_ln.groupby("logit_std", sort=False)})
+               for ln, by_ln in hidden.groupby("layernorm", sort=False)})
     return RandomMatrixControl(control, advantage, sweep, correlated, chain.advantage,
                                chain.settings, hidden, glue, text,
                                rm.claims(control, sweep, settings))

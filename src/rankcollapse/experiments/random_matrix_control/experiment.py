@@ -28,7 +28,7 @@ from ...normalizations import NORMALIZATIONS, normalize
 from ...profiles import Profile
 from ...claim_rows import Claim
 from ...primary_tests import run_part
-from ...registry import HALF_IDENTITY, INDEPENDENT, NETWORK_SCALES
+from ...registry import HALF_IDENTITY, INDEPENDENT
 from ...stats import (FOUND, MARGIN, WORDS, censored_logs, compare_groups, compare_table, describe,
                      family_level, ranges, unit_values)
 from ...verdicts import results_sentence
@@ -318,7 +318,7 @@ class ChainTest:
 
 def chain_test(d_model: int, n_heads: int, n_layers: int, batch: int, n: int, n_pools: int,
                depths, n_paths: int, seed: int, n_iter: int,
-               device: torch.device | str = "cpu", scales=NETWORK_SCALES) -> ChainTest:
+               scales: tuple[float, ...], device: torch.device | str = "cpu") -> ChainTest:
     """Test (b) (`ChainTest`): `network_pool` without and with skips at each logit scale in
     `scales`, and `random_pool` at each, every setting over `n_pools` pools."""
     networks = {network_label(skip, s): network_pool(d_model, n_heads, n_layers, batch, n,

@@ -14,7 +14,7 @@ from ...claim_rows import Claim
 from ...measures import rounding_floor
 from ...normalizations import sinkhorn, softmax
 from ...profiles import Profile
-from ...registry import COLLAPSED, ENTROPY_SCALES, PAPER_N
+from ...registry import COLLAPSED, PAPER_N
 from ...timing import time_vs_n
 from .. import rank_collapse as rc
 from . import experiment as sv
@@ -60,7 +60,7 @@ def run(settings: Profile, device: torch.device, seed: int) -> SinkhornVsSoftmax
     with `seed`, in the order the chapter shows them (the cost figure's timed inputs come
     from torch's global generator: only their times are shown)."""
     gen = torch.Generator().manual_seed(seed)
-    n, scales = settings.n_tokens, ENTROPY_SCALES
+    n, scales = settings.n_tokens, settings.ch2.entropy_scales
     curves = sv.convergence_curves(scales, settings.n_samples, n, settings.ch2.convergence_steps,
                                    gen)
     after = sv.error_after(settings.n_iter, sorted({n, PAPER_N}), scales,

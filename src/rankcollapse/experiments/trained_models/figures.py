@@ -76,9 +76,9 @@ def trained_attention(r: TrainedModels):
 
 def trained_attention_figure(stats: pd.DataFrame, titles: dict[str, str], n_iter: int):
     """The complete trained models' attention per layer: the logit scale (left), the
-    Sinkhorn models' row error after exactly `n_iter` iterations, median and largest over inputs
-    (middle), and the mean row entropy (right); normalizations in their colours, one line
-    style per task."""
+    Sinkhorn models' row error after exactly `n_iter` iterations, median and largest over
+    inputs (middle), and the mean row entropy (right); normalizations in their colours, one
+    line style per task."""
     fig, (scale, error, entropy), spare = panel_grid(3, height=3.2)
     styles = {t: LINESTYLES[i % 4] for i, t in enumerate(titles)}
     for (task, name), g in stats.groupby(["task", "normalization"], sort=False):
