@@ -96,7 +96,7 @@ chapter.show(figures.pure_collapse(result), "fig-pure-collapse", result.pure)
 # *Doubly* exponential means that $-\log r$ itself grows exponentially: under the cubic law
 # $r_{l+1} \le c\, r_l^3$ of Dong et al. (and of the paper for Sinkhorn), each layer roughly
 # triples the number of lost digits. Float64 cannot show this: it holds about 16 digits, so
-# the curves above reach its floor within at most {glue:text}`ch1_float_layers` layers, too
+# the curves above stay above its floor for at most {glue:text}`ch1_float_layers` layers, too
 # few points to tell a doubly exponential law from any other fast decay. The
 # same pure softmax stack is therefore also computed with {glue:text}`ch1_digits`
 # significant digits, small enough for Python arithmetic ($n$ = {glue:text}`ch1_precise_n`

@@ -154,10 +154,12 @@ names.readable(result.reach)
 #
 # ## What it costs
 #
-# Sinkhorn repeats a normalization {glue:text}`ch2_n_iter` times where softmax does it once. The library's
-# implementation does the first row and column steps in the log domain and the remaining ones
-# as matrix-vector products (see the module documentation and `benchmarks/sinkhorn.py`);
-# the plain reference alternates `logsumexp` over rows and columns.
+# Sinkhorn repeats a normalization up to {glue:text}`ch2_n_iter` times where softmax does it
+# once. The library's implementation does the first row and column steps in the log domain
+# and the remaining ones as matrix-vector products, and stops a matrix early once its
+# marginals have converged (this book's choice, not the paper's: the appendix,
+# {doc}`07_appendix_performance`, measures what stopping early changes); the plain reference
+# alternates `logsumexp` over rows and columns for every iteration.
 
 # %% mystnb={"figure": {"caption": "Time of one call on a batch of float32 logit matrices of size $n \\times n$ (the median of interleaved runs; batch and rounds in the text; on the device named in this chapter's header box): softmax (blue), this library's Sinkhorn (red) and the plain log-domain Sinkhorn loop (grey, dashed). The vertical gap between the red and blue lines is the cost of Sinkhorn's iterations at each size.", "name": "fig-cost"}}
 chapter.show(figures.cost(result), "fig-cost", result.timing)

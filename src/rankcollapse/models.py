@@ -200,7 +200,7 @@ def _init_query_key_(attn: nn.Module, logit_std: float,
 
 
 def random_stack(d_model: int, n_heads: int, depth: int, normalization: str,
-                 logit_std: float, switches: Switches, seed: int, n_iter: int = 50,
+                 logit_std: float, switches: Switches, seed: int, n_iter: int,
                  device: torch.device | str = "cpu") -> Encoder:
     """An `Encoder` with Gaussian weights (see `init_random_`) and the given switches, in
     eval mode: the random-weight networks of chapters 1-4."""

@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ...names import display
 from ...plots import NORMALIZATION_COLORS, WIDTH, colors, paired_boxes, residual_bands
 from .chapter import SinkhornVsSoftmax
 
@@ -65,7 +66,7 @@ def heatmap_pair(pair: dict[str, np.ndarray]):
     vmax = max(float(p.max()) for p in pair.values())
     for (name, p), top, ax in zip(pair.items(), axes[0], axes[1]):
         top.bar(range(p.shape[1]), p.sum(0), color="grey")
-        top.set(ylabel="column sum", ylim=(0, 2.2), title=name)
+        top.set(ylabel="column sum", ylim=(0, 2.2), title=display(name))
         image = ax.imshow(p, cmap="viridis", vmin=0, vmax=vmax)
         ax.set(xlabel="key", ylabel="query")
         ax.grid(False)
@@ -79,7 +80,7 @@ def cost_lines(per_n: pd.DataFrame, ours: str = "sinkhorn", fast: str = "softmax
     for name in per_n.columns:
         color = {fast: NORMALIZATION_COLORS["softmax"],
                  ours: NORMALIZATION_COLORS["sinkhorn"]}.get(name, "grey")
-        ax.plot(per_n.index, per_n[name] * 1e3, marker="o", color=color, label=name,
+        ax.plot(per_n.index, per_n[name] * 1e3, marker="o", color=color, label=display(name),
                 linestyle="-" if name in (ours, fast) else "--")
     ax.set(xscale="log", yscale="log", xlabel="sequence length $n$", ylabel="time per call (ms)")
     ax.set_xticks(per_n.index, per_n.index, minor=False)
