@@ -1,10 +1,10 @@
 """Every chapter's `run` as plain pytest: chapters 1-4 under the `smoke` profile (the ci
 shapes at few draws) and under `full-smoke` (the full profile's every code path at tiny
 sizes, on the torch Sinkhorn engine a GPU takes); chapters 5-7, which train, under `smoke`
-with one model cache shared in chapter order (their `full-smoke` run is the Jupyter walk of
-tests/test_full_smoke.py, which calls the same `run` from the notebooks). Slow tests, a
-minute or more each on two cores. Each result holds what its notebook shows: every figure
-draws from it, its glued values are numbers or text, and its claims carry verdicts."""
+here, with one model cache shared in chapter order, and under `full-smoke` in
+tests/test_full_smoke.py (which CI runs in its other lane). Slow tests, a minute or more each
+on two cores. Each result holds what its notebook shows: every figure draws from it, its
+glued values are numbers or text, and its claims carry verdicts."""
 
 import math
 
@@ -63,7 +63,6 @@ CHAPTERS = {  # chapter -> its figures (each drawn from the result) and a check 
                             lambda r, p: set(r.advantage["setting"])
                             == {"independent", "independent, half identity"}),
 }
-CHAPTER_NUMBERS = ("01", "02", "03", "04")  # the notebooks whose `run` is tested here
 TRAINED = {  # chapters that train, in chapter order (each reads the models of the one before)
     trained_models: (lambda f: [f.learning, f.residual, f.relative, f.ratio_skips,
                                 f.ratio_no_skips, f.attention_output, f.paths,
@@ -81,18 +80,27 @@ TRAINED = {  # chapters that train, in chapter order (each reads the models of t
 }
 
 
+def check_result(chapter, table, result, settings) -> None:
+    """What every chapter's result must hold (`check_common`), its figures drawn from it, and
+    the chapter's own check from `table` (`CHAPTERS` or `TRAINED`)."""
+    check_common(result)
+    figures, own = table[chapter]
+    draw_all(figures(getattr(chapter, "figures", None)), result)
+    assert own(result, settings)
+
+
+def chapter_id(module) -> str:
+    return module.__name__.rsplit(".", 1)[-1]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("profile", ["smoke", "full-smoke"])
-@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=chapter_id)
 def test_chapter_runs(chapter, profile, monkeypatch):
     if profile == "full-smoke":  # the torch engine, which a GPU runs
         monkeypatch.setenv("RANKCOLLAPSE_NATIVE", "0")
     settings = get_profile(profile)
-    result = chapter.run(settings, CPU, seed=0)
-    check_common(result)
-    figures, own = CHAPTERS[chapter]
-    draw_all(figures(chapter.figures), result)
-    assert own(result, settings)
+    check_result(chapter, CHAPTERS, chapter.run(settings, CPU, seed=0), settings)
 
 
 @pytest.fixture(scope="module")
@@ -104,21 +112,16 @@ def model_cache(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("chapter", TRAINED, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+@pytest.mark.parametrize("chapter", TRAINED, ids=chapter_id)
 def test_trained_chapter_runs(chapter, model_cache):
     settings = get_profile("smoke")
-    result = chapter.run(settings, CPU, seed=0)
-    check_common(result)
-    figures, own = TRAINED[chapter]
-    draw_all(figures(getattr(chapter, "figures", None)), result)
-    assert own(result, settings)
+    check_result(chapter, TRAINED, chapter.run(settings, CPU, seed=0), settings)
 
 
 def test_every_chapter_package_is_tested():
-    """Each chapter with a `run` is in `CHAPTERS` or `TRAINED`, and the notebook numbers of
-    `CHAPTERS` in `CHAPTER_NUMBERS` (which the full-smoke walk leaves out)."""
+    """Each chapter with a `run` is in `CHAPTERS` or `TRAINED`, so that its `run` is tested
+    under both profiles (here and in tests/test_full_smoke.py)."""
     import rankcollapse.experiments as experiments
     from pathlib import Path
     packages = [p.parent.name for p in Path(experiments.__file__).parent.glob("*/chapter.py")]
-    assert sorted(packages) == sorted(m.__name__.rsplit(".", 1)[-1] for m in {**CHAPTERS, **TRAINED})
-    assert len(CHAPTER_NUMBERS) == len(CHAPTERS)
+    assert sorted(packages) == sorted(chapter_id(m) for m in {**CHAPTERS, **TRAINED})

@@ -2,29 +2,13 @@
 128 text tokens, 4x4 and 16x16 patches), seeds and chapter structure, at tiny data and
 draws (`rankcollapse-book run --profile full-smoke --device cpu` runs every chapter so)."""
 
-import shutil
 from dataclasses import replace
-from pathlib import Path
 
-import nbformat
 import pytest
+import torch
 
-from rankcollapse.profiles import PROFILES
-from rankcollapse_book import pipeline
-from test_chapters import CHAPTER_NUMBERS
-
-# Chapters 5 to 7 train and read the models (the appendix times a step of chapter 5's): under
-# full-smoke their notebooks, which call each chapter's `run`, are walked through Jupyter,
-# about 6.5 minutes on a core and a half (tests/test_chapters.py runs them under smoke).
-# Chapters 1 to 4's `run` tests/test_chapters.py calls under full-smoke too.
-WALKS = {"walk_trained": ("05", "06", "07")}
-
-
-def test_the_walk_and_the_run_tests_cover_every_chapter_once():
-    chapters = [c[:2] for c in pipeline.Project(Path(__file__).resolve().parents[1])
-                .chapter_names()]
-    walked = [n for walk in WALKS.values() for n in walk]
-    assert sorted(walked + list(CHAPTER_NUMBERS)) == chapters
+from rankcollapse.profiles import PROFILES, get_profile
+from test_chapters import TRAINED, chapter_id, check_result
 
 
 def test_full_smoke_keeps_the_full_profiles_shapes_and_structure():
@@ -51,30 +35,23 @@ def test_the_appendix_times_shapes_it_knows():
         assert set(profile.appendix.step_shapes) <= set(TRAIN_SHAPES), profile.name
 
 
+@pytest.fixture(scope="module")
+def full_smoke(tmp_path_factory):
+    """The `full-smoke` profile with a model cache of its own, shared by the trained chapters
+    in chapter order (chapter 6 reads chapter 5's models, the appendix times a step of
+    them), on the code path a GPU takes: the torch Sinkhorn engine (RANKCOLLAPSE_NATIVE=0
+    switches the C loops off, in the training workers too; a GPU never runs them)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RANKCOLLAPSE_MODELS", str(tmp_path_factory.mktemp("models")))
+        patch.setenv("RANKCOLLAPSE_NATIVE", "0")
+        yield get_profile("full-smoke")
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("walk", WALKS)
-def test_every_chapter_runs_under_full_smoke(walk, tmp_path, monkeypatch):
-    """Every chapter executes to its end on the `full` profile's paths (about 7 minutes on
-    2 cores), in a copy of the book's sources with its own model cache, on
-    the code path a GPU takes: the torch Sinkhorn engine (RANKCOLLAPSE_NATIVE=0 switches the
-    C loops off; a GPU never runs them), at the full profile's shapes (24 layers, 128 padded
-    text tokens, and trained, sharp attention in its backward)."""
-    root = Path(__file__).resolve().parents[1]
-    for part in ("notebooks", "book", "_toc.yml", "_config.yml", "pyproject.toml"):
-        source = root / part
-        if source.is_dir():
-            shutil.copytree(source, tmp_path / part, ignore=shutil.ignore_patterns("*.ipynb"))
-        else:
-            shutil.copy(source, tmp_path / part)
-    monkeypatch.setenv("RANKCOLLAPSE_MODELS", str(tmp_path / "models"))
-    monkeypatch.setenv("RANKCOLLAPSE_NATIVE", "0")  # inherited by every chapter's kernel
-    chapters = [c for c in pipeline.Project(tmp_path).chapter_names() if c[:2] in WALKS[walk]]
-    assert len(chapters) == len(WALKS[walk])
-    code = pipeline.main(["run", "--profile", "full-smoke", "--device", "cpu", *chapters],
-                         pipeline.Project(tmp_path))
-    executed = sorted((tmp_path / "book" / "chapters").glob("*.ipynb"))
-    assert code == 0 and [p.stem for p in executed] == chapters
-    for notebook in executed:
-        outputs = [o for c in nbformat.read(notebook, as_version=4).cells
-                   for o in c.get("outputs", [])]
-        assert not [o for o in outputs if o.get("output_type") == "error"], notebook.name
+@pytest.mark.parametrize("chapter", TRAINED, ids=chapter_id)
+def test_trained_chapter_runs_under_full_smoke(chapter, full_smoke):
+    """Chapters 5-7's `run` on the full profile's shapes (24 layers, 128 padded text tokens,
+    trained and sharp attention in Sinkhorn's backward) at tiny data: about 7 minutes on a
+    core and a half, so CI runs it beside tests/test_chapters.py (chapters 1-4 are there)."""
+    check_result(chapter, TRAINED, chapter.run(full_smoke, torch.device("cpu"), seed=0),
+                 full_smoke)
