@@ -46,8 +46,10 @@ def main() -> None:
         mem = sink.loc["rankcollapse.sinkhorn", "saved_for_backward_MiB"] / \
             sink.loc["rankcollapse.softmax", "saved_for_backward_MiB"]
         print(f"{device.type}: sinkhorn saves {mem:.2f}x the bytes of softmax for backward")
-        for s in (1.0, 2.0, 3.0):
-            facts = exactness(device, shape, args.n_iter, scale=s)
+        sizes = get_profile("ci").appendix
+        for s in sizes.scales:
+            facts = exactness(device, shape, args.n_iter, scale=s,
+                              grad_matrices=sizes.gradient_matrices)
             print(f"{device.type}, logit scale {s:g}: " + ", ".join(
                 f"{k} {v:.3g}" for k, v in facts.items()))
         if args.small:

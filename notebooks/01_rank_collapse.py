@@ -131,7 +131,7 @@ chapter.show(figures.digits_lost(result.lost), "fig-double-exp", result.lost)
 # branch, as in ViT; see chapter 5's models). We switch them on one at a time, with the same
 # weights scale (logit scale {glue:text}`ch1_parts_scale:g`) and inputs as above.
 
-# %% mystnb={"figure": {"caption": "Relative residual against depth (log scale) with the parts of a Transformer block switched on one at a time; random weights, logit scale 1, softmax. Lines: geometric mean over inputs and weight draws; bands: one standard deviation of $\\log_{10} r$; dotted: the float64 rounding floor (layers mostly at the floor are not drawn). A curve that stays level keeps the tokens apart; one that falls towards the floor collapses.", "name": "fig-block-parts"}}
+# %% mystnb={"figure": {"caption": "Relative residual against depth (log scale) with the parts of a Transformer block switched on one at a time; random weights, logit scale {glue:text}`ch1_parts_scale:g`, softmax. Lines: geometric mean over inputs and weight draws; bands: one standard deviation of $\\log_{10} r$; dotted: the float64 rounding floor (layers mostly at the floor are not drawn). A curve that stays level keeps the tokens apart; one that falls towards the floor collapses.", "name": "fig-block-parts"}}
 chapter.show(figures.block_parts(result), "fig-block-parts", result.parts)
 
 # %% [markdown]

@@ -68,7 +68,7 @@ chapter.glue_text(result.text)
 # {numref}`fig-linearization` checks both: the error of each expansion against the real
 # operator falls like $\varepsilon^2$.
 
-# %% mystnb={"figure": {"caption": "Frobenius error of the first-order expansions against the real operators for logits $\\varepsilon A$ ($A$ a random standard normal $n\\times n$ matrix, float64, Sinkhorn with 50 iterations), softmax blue and Sinkhorn red, log-log. The dashed line has slope 2. Markers parallel to the dashed line have an error of second order, as the expansion predicts.", "name": "fig-linearization"}}
+# %% mystnb={"figure": {"caption": "Frobenius error of the first-order expansions against the real operators for logits $\\varepsilon A$ ($A$ a random standard normal $n\\times n$ matrix, float64, Sinkhorn with {glue:text}`ch3_n_iter` iterations), softmax blue and Sinkhorn red, log-log. The dashed line has slope 2. Markers parallel to the dashed line have an error of second order, as the expansion predicts.", "name": "fig-linearization"}}
 chapter.show(figures.linearization(result), "fig-linearization", result.linearization)
 
 # %% [markdown]

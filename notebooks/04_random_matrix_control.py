@@ -91,10 +91,10 @@ chapter.glue_text(result.text)
 # identity, for both normalizations, *after* normalization (the identity is not the
 # normalization of any finite logits).
 
-# %% mystnb={"figure": {"caption": "The paper's random-matrix control. Relative residual of path products against their best rank-1 approximation (composite norm, log scale) against path depth, softmax (blue) and Sinkhorn (red) built from the same i.i.d. $\\mathcal N(0,1)$ logits, same paths, all pools together. Left: all factors random. Right: half of the layers replaced by the identity. Boxes: quartiles over paths; whiskers 1.5 IQR. Where the red boxes sit above the blue ones at the same depth, Sinkhorn's products keep more rank.", "name": "fig-control-boxes"}}
+# %% mystnb={"figure": {"caption": "The paper's random-matrix control. Relative residual of path products against their best rank-1 approximation (composite norm, log scale) against path depth, softmax (blue) and Sinkhorn (red) built from the same i.i.d. normal logits of standard deviation {glue:text}`ch4_pool_scale:g`, same paths, all pools together. Left: all factors random. Right: half of the layers replaced by the identity. Boxes: quartiles over paths; whiskers 1.5 IQR. Where the red boxes sit above the blue ones at the same depth, Sinkhorn's products keep more rank.", "name": "fig-control-boxes"}}
 chapter.show(figures.control_boxes(result), "fig-control-boxes", result.control)
 
-# %% mystnb={"figure": {"caption": "Ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth: geometric mean over independent pools with its Student t interval over pools (simultaneous 95% over the depths of each setting), for the control with independent logits and its half-identity variant. Above the line at 1 Sinkhorn keeps more rank; the grey band is the parity margin. Where a curve and its band lie above the grey band, Sinkhorn keeps more rank at that depth.", "name": "fig-control-ratio"}}
+# %% mystnb={"figure": {"caption": "Ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth: geometric mean over independent pools with its Student t interval over pools (simultaneous {glue:text}`ch4_level:.0%` over the depths of each setting), for the control with independent logits and its half-identity variant. Above the line at 1 Sinkhorn keeps more rank; the grey band is the parity margin. Where a curve and its band lie above the grey band, Sinkhorn keeps more rank at that depth.", "name": "fig-control-ratio"}}
 chapter.show(figures.control_ratio(result), "fig-control-ratio", result.advantage)
 
 # %% [markdown]
@@ -124,7 +124,7 @@ chapter.show(figures.control_ratio(result), "fig-control-ratio", result.advantag
 # The paper shows the control at one setting; this sweep is the book's addition.
 # ```
 
-# %% mystnb={"figure": {"caption": "The control over logit scales (horizontal, log scale) and sizes $n$ (line colours): ratio Sinkhorn / softmax of the median rank-1 residual of path products, geometric mean over independent pools with its Student t interval over pools (simultaneous 95% over the depths of each size and scale), one panel per path depth. Above 1 Sinkhorn keeps more rank; the grey band is the parity margin. Follow a curve from left to right to see how Sinkhorn's advantage changes with the logit scale.", "name": "fig-control-sweep"}}
+# %% mystnb={"figure": {"caption": "The control over logit scales (horizontal, log scale) and sizes $n$ (line colours): ratio Sinkhorn / softmax of the median rank-1 residual of path products, geometric mean over independent pools with its Student t interval over pools (simultaneous {glue:text}`ch4_level:.0%` over the depths of each size and scale), one panel per path depth. Above 1 Sinkhorn keeps more rank; the grey band is the parity margin. Follow a curve from left to right to see how Sinkhorn's advantage changes with the logit scale.", "name": "fig-control-sweep"}}
 chapter.show(figures.control_sweep(result), "fig-control-sweep", result.sweep)
 
 # %% [markdown]
@@ -140,7 +140,7 @@ chapter.show(figures.control_sweep(result), "fig-control-sweep", result.sweep)
 # $\Lambda_l$ into the attention matrix $A_l$), so every layer has the same marginal
 # distribution and consecutive layers have correlation $\rho$.
 
-# %% mystnb={"figure": {"caption": "Test (a): ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth for random logits with correlation $\\rho$ between consecutive layers; geometric mean over independent pools with Student t intervals (simultaneous 95% over the depths of each ρ); grey band: the parity margin. Where a curve and its band lie above the grey band, Sinkhorn keeps more rank at that depth; compare the curves to see whether correlation changes it.", "name": "fig-correlated"}}
+# %% mystnb={"figure": {"caption": "Test (a): ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth for random logits with correlation $\\rho$ between consecutive layers; geometric mean over independent pools with Student t intervals (simultaneous {glue:text}`ch4_level:.0%` over the depths of each ρ); grey band: the parity margin. Where a curve and its band lie above the grey band, Sinkhorn keeps more rank at that depth; compare the curves to see whether correlation changes it.", "name": "fig-correlated"}}
 chapter.show(figures.correlated(result), "fig-correlated", result.correlated)
 
 # %% [markdown]
@@ -159,7 +159,7 @@ chapter.show(figures.correlated(result), "fig-correlated", result.correlated)
 # network with its own weights and inputs. Softmax and Sinkhorn networks share weights and
 # inputs.
 
-# %% mystnb={"figure": {"caption": "Test (b): ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth, attention computed by random-weight networks (float64) with skip connections and LayerNorm, and without both (pure), at the logit scales the text names, and for independent random matrices at the same scales (the control); geometric mean over independent networks or pools with Student t intervals (simultaneous 95% over the depths of each curve); grey band: the parity margin. A network curve above its control's is what the chain adds. Depths where most networks' products are rank one to float64 precision for both normalizations give no interval and are not drawn: the pure networks, which collapse within a few layers, appear only where they give one. Where a curve and its band lie above the grey band, Sinkhorn keeps more rank at that depth.", "name": "fig-network-chains"}}
+# %% mystnb={"figure": {"caption": "Test (b): ratio Sinkhorn / softmax of the median rank-1 residual of path products against path depth, attention computed by random-weight networks (float64) with skip connections and LayerNorm, and without both (pure), at the logit scales the text names, and for independent random matrices at the same scales (the control); geometric mean over independent networks or pools with Student t intervals (simultaneous {glue:text}`ch4_level:.0%` over the depths of each curve); grey band: the parity margin. A network curve above its control's is what the chain adds. Depths where most networks' products are rank one to float64 precision for both normalizations give no interval and are not drawn: the pure networks, which collapse within a few layers, appear only where they give one. Where a curve and its band lie above the grey band, Sinkhorn keeps more rank at that depth.", "name": "fig-network-chains"}}
 chapter.show(figures.network_chains(result), "fig-network-chains", result.chains)
 
 # %% [markdown]
@@ -197,7 +197,7 @@ chapter.show(figures.network_chains(result), "fig-network-chains", result.chains
 # {glue:text}`ch4_pools` independent weight draws per scale, each summarised by its median
 # over {glue:text}`ch4_hidden_inputs` random inputs (the same inputs for every network).
 
-# %% mystnb={"figure": {"caption": "Test (c): ratio Sinkhorn / softmax of the relative residual of the hidden states against the layer, random-weight networks with skip connections (no FFN), with pre-LayerNorm (left) and without (right), at the logit scales the text names (line colours); geometric mean over independent networks with its Student t interval (simultaneous 95% over the layers and scales of each panel); grey band: the parity margin. Above 1 Sinkhorn keeps more rank. Where a curve and its band lie above the grey band, Sinkhorn keeps more rank at that layer.", "name": "fig-hidden-test"}}
+# %% mystnb={"figure": {"caption": "Test (c): ratio Sinkhorn / softmax of the relative residual of the hidden states against the layer, random-weight networks with skip connections (no FFN), with pre-LayerNorm (left) and without (right), at the logit scales the text names (line colours); geometric mean over independent networks with its Student t interval (simultaneous {glue:text}`ch4_level:.0%` over the layers and scales of each panel); grey band: the parity margin. Above 1 Sinkhorn keeps more rank. Where a curve and its band lie above the grey band, Sinkhorn keeps more rank at that layer.", "name": "fig-hidden-test"}}
 chapter.show(figures.hidden_test(result), "fig-hidden-test", result.hidden)
 
 # %% [markdown]

@@ -212,7 +212,7 @@ chapter.show(figures.relative(result), "fig-trained-relative", result.relative)
 # censored there), with intervals that hold together over the {glue:text}`ch5_depth`
 # layers of each curve (description; the registered tests are in the summary box).
 
-# %% mystnb={"figure": {"caption": "Ratio Sinkhorn / softmax of the hidden-state residual against depth in the trained models, with skip connections (complete models, solid; without FFN, dashed), one panel per task: geometric mean over training seeds with its Student t interval (simultaneous 95% over the layers of each curve); grey band: the parity margin. Where a curve and its band lie above the grey band, Sinkhorn keeps more rank at that layer; inside it, the two are at parity.", "name": "fig-trained-ratio"}}
+# %% mystnb={"figure": {"caption": "Ratio Sinkhorn / softmax of the hidden-state residual against depth in the trained models, with skip connections (complete models, solid; without FFN, dashed), one panel per task: geometric mean over training seeds with its Student t interval (simultaneous {glue:text}`ch5_level:.0%` over the layers of each curve); grey band: the parity margin. Where a curve and its band lie above the grey band, Sinkhorn keeps more rank at that layer; inside it, the two are at parity.", "name": "fig-trained-ratio"}}
 chapter.show(figures.ratio_skips(result), "fig-trained-ratio", result.skips)
 
 # %% mystnb={"figure": {"caption": "The same ratio for the variants without skip connections (without skip, solid; pure attention, dashed), on a scale of its own: without skips the residuals fall by many decades and the ratios spread widely; points without a band have most seeds tied at the rounding floor. Compare where each curve lies against the grey parity band with the previous figure: C4c asks whether the advantage is larger with skips.", "name": "fig-trained-ratio-no-skip"}}
@@ -270,7 +270,7 @@ result.path_where.rename(columns={"setting": "task, inference variant"}).style.h
 # (geometric means of the pools' and of the seeds' median residuals), with Welch's $t$
 # interval.
 
-# %% mystnb={"figure": {"caption": "Ratio random / trained of the median rank-1 residual of attention products against path depth, one panel per task: softmax (blue) and Sinkhorn (red) control matrices of the task's shape and measured logit scale against the complete trained models of the same normalization; Welch t intervals over pools and seeds, simultaneous 95% over the depths of each curve. Above 1 the random products keep more rank (decay more slowly); grey band: the parity margin.", "name": "fig-random-vs-trained"}}
+# %% mystnb={"figure": {"caption": "Ratio random / trained of the median rank-1 residual of attention products against path depth, one panel per task: softmax (blue) and Sinkhorn (red) control matrices of the task's shape and measured logit scale against the complete trained models of the same normalization; Welch t intervals over pools and seeds, simultaneous {glue:text}`ch5_level:.0%` over the depths of each curve. Above 1 the random products keep more rank (decay more slowly); grey band: the parity margin.", "name": "fig-random-vs-trained"}}
 chapter.show(figures.random_vs_trained(result), "fig-random-vs-trained", result.random)
 
 # %% [markdown]
@@ -297,7 +297,7 @@ chapter.show(figures.random_vs_trained(result), "fig-random-vs-trained", result.
 # %%
 result.logit_scales.style.format("{:.2f}")
 
-# %% mystnb={"figure": {"caption": "The complete trained models' attention per layer, one line style per task. Top left: logit scale (median over inputs of the standard deviation of the logits), softmax blue, Sinkhorn red. Top right: the Sinkhorn models' largest row error after exactly 50 iterations of their own logits, median (circles) and largest (triangles) over inputs, log scale; dotted: $10^{-6}$. Bottom: mean row entropy over real rows (nats). Points below the dotted line are doubly stochastic to $10^{-6}$; a red entropy curve above the blue one of the same task means Sinkhorn attention spreads more evenly.", "name": "fig-trained-attention"}}
+# %% mystnb={"figure": {"caption": "The complete trained models' attention per layer, one line style per task. Top left: logit scale (median over inputs of the standard deviation of the logits), softmax blue, Sinkhorn red. Top right: the Sinkhorn models' largest row error after exactly {glue:text}`ch5_n_iter` iterations of their own logits, median (circles) and largest (triangles) over inputs, log scale; dotted: {glue:md}`ch5_tolerance:myst`. Bottom: mean row entropy over real rows (nats). Points below the dotted line are doubly stochastic to {glue:md}`ch5_tolerance:myst`; a red entropy curve above the blue one of the same task means Sinkhorn attention spreads more evenly.", "name": "fig-trained-attention"}}
 chapter.show(figures.trained_attention(result), "fig-trained-attention",
              result.attention)
 

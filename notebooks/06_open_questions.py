@@ -115,7 +115,7 @@ chapter.show(figures.scratch_residual(result), "fig-scratch-residual",
 # all have the same length, so mixing its inputs would have been sound: it is left out by
 # that rule, not for a reason of its own, and C6d stays untested on it.
 
-# %% mystnb={"figure": {"caption": "Ratio Sinkhorn / softmax of the median rank-1 residual of attention path products against path depth, complete trained models, with every factor from one input and with the correlation across layers broken (inputs mixed, inputs shuffled); geometric mean over seeds with its Student t interval (simultaneous 95% over the depths of each curve); points without a band have most seeds tied at the rounding floor; grey band: the parity margin. Above 1 Sinkhorn keeps more rank. Compare the one-input curve with the mixed and shuffled ones: the hypothesis predicts that it lies higher.", "name": "fig-mechanism"}}
+# %% mystnb={"figure": {"caption": "Ratio Sinkhorn / softmax of the median rank-1 residual of attention path products against path depth, complete trained models, with every factor from one input and with the correlation across layers broken (inputs mixed, inputs shuffled); geometric mean over seeds with its Student t interval (simultaneous {glue:text}`ch6_level:.0%` over the depths of each curve); points without a band have most seeds tied at the rounding floor; grey band: the parity margin. Above 1 Sinkhorn keeps more rank. Compare the one-input curve with the mixed and shuffled ones: the hypothesis predicts that it lies higher.", "name": "fig-mechanism"}}
 chapter.show(figures.mechanism(result), "fig-mechanism", result.mechanism)
 
 # %% [markdown]
@@ -163,7 +163,7 @@ result.swap_accuracy.style.format("{:.3f}")
 # Test accuracy (first {glue:text}`ch6_acc_inputs` test inputs, mean over seeds) of each
 # model (rows: the normalization it was trained with) run with each normalization.
 
-# %% mystnb={"figure": {"caption": "Ratio of the hidden-state residual with Sinkhorn at inference to that with softmax, the same trained weights, against the layer; weights trained with softmax and with Sinkhorn (line colours), one panel per task; geometric mean over seeds with its Student t interval (simultaneous 95% over the layers of each curve); grey band: the parity margin. Above 1 Sinkhorn at inference keeps more rank with the same weights. Where a curve lies inside the grey band, the normalization at inference makes no difference to the residual with those weights.", "name": "fig-swapped"}}
+# %% mystnb={"figure": {"caption": "Ratio of the hidden-state residual with Sinkhorn at inference to that with softmax, the same trained weights, against the layer; weights trained with softmax and with Sinkhorn (line colours), one panel per task; geometric mean over seeds with its Student t interval (simultaneous {glue:text}`ch6_level:.0%` over the layers of each curve); grey band: the parity margin. Above 1 Sinkhorn at inference keeps more rank with the same weights. Where a curve lies inside the grey band, the normalization at inference makes no difference to the residual with those weights.", "name": "fig-swapped"}}
 chapter.show(figures.swapped(result), "fig-swapped", result.swap)
 
 # %% [markdown]
@@ -187,7 +187,7 @@ chapter.show(figures.swapped(result), "fig-swapped", result.swap)
     {"test accuracy": "{:.3f}", "marginal error": "{:.1e}", "last-layer residual": "{:.3f}",
      "forward pass (ms)": "{:.1f}"}).format_index("{:g}", level="iterations"))
 
-# %% mystnb={"figure": {"caption": "The Sinkhorn-trained models run with fewer Sinkhorn iterations at inference (horizontal, log scale; 0.5 is one half-step, i.e. softmax): test accuracy (top left), the attention's departure from doubly stochastic, the larger of its row and column errors (top right, log scale; dotted: $10^{-6}$) and time of one forward pass (bottom left), mean over seeds, one colour per task. Read each curve from the right: the number of iterations where accuracy starts to fall is how few inference can use.", "name": "fig-iterations"}}
+# %% mystnb={"figure": {"caption": "The Sinkhorn-trained models run with fewer Sinkhorn iterations at inference (horizontal, log scale; 0.5 is one half-step, i.e. softmax): test accuracy (top left), the attention's departure from doubly stochastic, the larger of its row and column errors (top right, log scale; dotted: {glue:md}`ch6_tolerance:myst`) and time of one forward pass (bottom left), mean over seeds, one colour per task. Read each curve from the right: the number of iterations where accuracy starts to fall is how few inference can use.", "name": "fig-iterations"}}
 chapter.show(figures.iterations(result), "fig-iterations", result.iterations)
 
 # %% [markdown]
@@ -268,7 +268,7 @@ names.readable(result.depth.training).style.format(
 # number of layers, and the trend below is that of the models as trained, not of depth
 # alone. The deepest models are chapter 5's own.
 
-# %% mystnb={"figure": {"caption": "Ratio Sinkhorn / softmax of the hidden-state residual against the relative depth layer / L, one curve per depth L (colours), with skip connections (complete models, left) and without (right, on a scale of its own): geometric mean over training seeds with its Student t interval (simultaneous 95% over the layers of each curve); grey band: the parity margin. Compare the curves' right-hand ends: if the deeper models' curves end higher, Sinkhorn's late-layer advantage grows with depth.", "name": "fig-depth-sweep"}}
+# %% mystnb={"figure": {"caption": "Ratio Sinkhorn / softmax of the hidden-state residual against the relative depth layer / L, one curve per depth L (colours), with skip connections (complete models, left) and without (right, on a scale of its own): geometric mean over training seeds with its Student t interval (simultaneous {glue:text}`ch6_level:.0%` over the layers of each curve); grey band: the parity margin. Compare the curves' right-hand ends: if the deeper models' curves end higher, Sinkhorn's late-layer advantage grows with depth.", "name": "fig-depth-sweep"}}
 chapter.show(figures.depth_sweep(result), "fig-depth-sweep", result.depth.ratios)
 
 # %%

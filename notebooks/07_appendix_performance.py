@@ -25,10 +25,10 @@
 # domain, $u = 1/(Kv)$, $v = 1/(K^\top u)$, one matrix-vector product each instead of an
 # `exp` over the whole matrix. Each matrix's row error is checked as it goes: once it has
 # fallen to the rounding level of float32 (about $10^{-7}\sqrt n$), further iterations only
-# move rounding noise, so that matrix stops; a matrix that does not get there runs all 50
-# iterations. The backward pass of a matrix that stopped is the gradient of the fixed point,
+# move rounding noise, so that matrix stops; a matrix that does not get there runs all
+# {glue:text}`app_n_iter` iterations. The backward pass of a matrix that stopped is the gradient of the fixed point,
 # by implicit differentiation (one small linear solve per matrix); a matrix that did not
-# converge gets the exact gradient of the 50 iterations it ran, recomputed and differentiated
+# converge gets the exact gradient of the iterations it ran, recomputed and differentiated
 # step by step. Saved for backward: the logits and the result. On a CPU in float32 these
 # loops run in C, compiled with the machine's own compiler the first time they are needed,
 # one matrix at a time, so that every matrix stops on its own; on a GPU (and where no
@@ -37,9 +37,9 @@
 # ```{admonition} "50 iterations", exactly?
 # :class: note
 # Stopping early is this book's implementation choice, not the paper's. How far it moves
-# the results is measured below on every build: the largest difference to running all 50
-# iterations, and the gradient's difference to automatic differentiation through 50 unrolled
-# iterations.
+# the results is measured below on every build: the largest difference to running every
+# iteration, and the gradient's difference to automatic differentiation through the same
+# iterations, unrolled.
 # ```
 
 # %% tags=["parameters"]
@@ -87,11 +87,12 @@ result.kernel.drop(columns=["torch", "rankcollapse"]).rename(columns=TABLE_HEADE
 # ## What stopping early changes
 #
 # For random logits of {glue:text}`app_scales` scales, at the same size: the largest absolute difference of
-# the result to running all 50 iterations, the share of matrices that stopped early, and the
-# relative difference of the gradient to automatic differentiation through 50 unrolled
-# iterations in float64, on 16 of the matrices, separately for those whose 50-iteration
-# marginal error is below $10^{-6}$ (their share among the 16 in the last column) and for the
-# others.
+# the result to running all {glue:text}`app_n_iter` iterations, the share of matrices that
+# stopped early, and the relative difference of the gradient to automatic differentiation
+# through {glue:text}`app_n_iter` unrolled iterations in float64, on
+# {glue:text}`app_gradient_matrices` of the matrices, separately for those whose marginal
+# error after those iterations is below {glue:md}`app_tolerance:myst` (their share among the
+# {glue:text}`app_gradient_matrices` in the last column) and for the others.
 
 # %%
 result.exactness.style.format("{:.2g}", na_rep="–").format_index("{:g}")

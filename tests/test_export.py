@@ -71,3 +71,34 @@ def test_figures_page_lists_figures_with_downloads_and_citations(tmp_path):
     nbformat.write(nb, chapters / "01_a.ipynb")
     local = write_figures_page(tmp_path, chapters, ["book/chapters/01_a"]).read_text()
     assert "book/chapters/01_a.html#fig-a (commit abc1234)" in local and "https://" not in local
+
+
+def glue_output(name: str, mime: str, value: str) -> nbformat.NotebookNode:
+    """A `myst_nb.glue(name, value, display=False)` output as an executed notebook holds it."""
+    prefix = "application/papermill.record/"
+    return nbformat.v4.new_output("display_data", data={prefix + mime: value},
+                                  metadata={"scrapbook": {"name": name, "mime_prefix": prefix}})
+
+
+def test_the_figures_page_pastes_what_a_caption_glues(tmp_path):
+    """A caption that glues a run's values reads the same on the Figures page, where no glue
+    reaches: the values are pasted as the chapter pastes them; an unknown name is refused."""
+    chapters = tmp_path / "book" / "chapters"
+    chapters.mkdir(parents=True)
+    caption = ("Ratio at logit scale {glue:text}`scale:g`, simultaneous {glue:text}`level:.0%` "
+               "intervals; dotted: {glue:md}`tolerance:myst`. More.")
+    glued = nbformat.v4.new_code_cell("glue", outputs=[
+        glue_output("scale", "text/plain", "2.0"), glue_output("level", "text/plain", "0.95"),
+        glue_output("tolerance", "text/markdown", "$10^{-6}$")])
+    figure = nbformat.v4.new_code_cell("x", metadata={"mystnb": {"figure": {
+        "name": "fig-a", "caption": caption}}})
+    nbformat.write(nbformat.v4.new_notebook(cells=[figure, glued]), chapters / "01_a.ipynb")
+    [fig] = collect(chapters, ["book/chapters/01_a"])
+    assert fig.caption == ("Ratio at logit scale 2, simultaneous 95% intervals; dotted: "
+                           "$10^{-6}$. More.")
+    text = write_figures_page(tmp_path, chapters, ["book/chapters/01_a"]).read_text()
+    assert "{glue" not in text and "title        = {Ratio at logit scale 2, simultaneous" in text
+    figure.metadata["mystnb"]["figure"]["caption"] += " At {glue:text}`missing`."
+    nbformat.write(nbformat.v4.new_notebook(cells=[figure, glued]), chapters / "01_a.ipynb")
+    with pytest.raises(ValueError, match="fig-a.*'missing'"):
+        collect(chapters, ["book/chapters/01_a"])

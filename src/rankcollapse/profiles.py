@@ -82,14 +82,15 @@ class DepthSweep:
 @dataclass(frozen=True)
 class Appendix:
     """Chapter 7's sizes: the Sinkhorn kernel timed on random logits of `shape` (batch, n, n),
-    `repeats` interleaved rounds, at logit scale `kernel_scale`; its early stop checked at the logit `scales`; one training
-    step timed at the `step_shapes` (keys of `step_timing.TRAIN_SHAPES`: 'ci', 'paper'),
+    `repeats` interleaved rounds, at logit scale `kernel_scale`; its early stop checked at the logit `scales` (the
+    gradient on the first `gradient_matrices` of them); one training step timed at the `step_shapes` (keys of `step_timing.TRAIN_SHAPES`: 'ci', 'paper'),
     `step_repeats` rounds, and at the trained models' own logits as often."""
 
     shape: tuple[int, int, int] = (256, 128, 128)
     repeats: int = 7
     kernel_scale: float = 2.0  # the timed logits' standard deviation
     scales: tuple[float, ...] = (1.0, 2.0, 3.0)
+    gradient_matrices: int = 16
     step_shapes: tuple[str, ...] = ("ci",)
     step_repeats: int = 10
 

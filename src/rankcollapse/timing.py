@@ -18,6 +18,7 @@ from . import __version__
 from ._sinkhorn_engine import sinkhorn_forward
 from .normalizations import (marginal_errors, sinkhorn, sinkhorn_reference,
                              softmax)
+from .verdicts import TOLERANCE
 
 REFERENCE = "log-domain loop (reference)"
 
@@ -138,14 +139,14 @@ EXACTNESS_HEADERS = {
     "converged_share": "share converged (of those checked)"}
 
 
-def exactness(device: torch.device, shape: tuple[int, ...], n_iter: int,
-              scale: float = 2.0, grad_matrices: int = 16, seed: int = 0) -> dict[str, float]:
+def exactness(device: torch.device, shape: tuple[int, ...], n_iter: int, scale: float,
+              grad_matrices: int, seed: int = 0) -> dict[str, float]:
     """How far early stopping takes `sinkhorn` from exactly `n_iter` iterations, on random
     float32 logits of `shape` (entries N(0, scale^2)): the largest absolute difference of
     the forward (`early_stop=False` is the exact one), the share of matrices that stopped
     early, and the relative difference of the gradient from autograd through `n_iter`
     unrolled iterations (float64 reference) on `grad_matrices` of them, over those whose
-    `n_iter`-iteration marginal error is below 1e-6 and over the others."""
+    `n_iter`-iteration marginal error is below `TOLERANCE` and over the others."""
 
     g = torch.Generator().manual_seed(seed)
     x = (torch.randn(*shape, generator=g) * scale).to(device)
@@ -158,7 +159,8 @@ def exactness(device: torch.device, shape: tuple[int, ...], n_iter: int,
     (sinkhorn(ours, n_iter) * w).sum().backward()
     (sinkhorn_reference(ref, n_iter) * w.double()).sum().backward()
     with torch.no_grad():
-        converged = torch.maximum(*marginal_errors(sinkhorn_reference(a.double(), n_iter))) < 1e-6
+        errors = marginal_errors(sinkhorn_reference(a.double(), n_iter))
+        converged = torch.maximum(*errors) < TOLERANCE
 
         def rel(chosen: torch.Tensor) -> float:
             if not bool(chosen.any()):

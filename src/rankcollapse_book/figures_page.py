@@ -10,9 +10,12 @@ from pathlib import Path
 
 import nbformat
 import yaml
+from myst_nb.core.variables import format_plain_text
+from myst_nb.ext.glue import extract_glue_data_cell
 
 PAGE = Path("book") / "figures.md"
 FORMATS = ("png", "svg", "pdf", "csv")
+GLUE_ROLE = re.compile(r"\{glue:(text|md)\}`([^`]+)`")  # the roles a caption may use
 
 
 @dataclass(frozen=True)
@@ -33,12 +36,36 @@ def collect(chapters_dir: Path, toc: list[str]) -> list[Figure]:
         nb = nbformat.read(path, as_version=4)
         title = next((line[2:].strip() for cell in nb.cells if cell.cell_type == "markdown"
                       for line in cell.source.splitlines() if line.startswith("# ")), path.stem)
+        glue = glued(nb)
         for cell in nb.cells:
             figure = cell.metadata.get("mystnb", {}).get("figure", {})
             if "name" in figure:
-                figures.append(Figure(figure["name"], figure.get("caption", ""), path.stem,
-                                      title))
+                caption = pasted(figure.get("caption", ""), glue, f"{path.name}, {figure['name']}")
+                figures.append(Figure(figure["name"], caption, path.stem, title))
     return figures
+
+
+def glued(nb: nbformat.NotebookNode) -> dict[str, dict]:
+    """What an executed notebook glued: name -> its MIME bundle (MyST-NB's own reading)."""
+    return {name: output["data"] for cell in nb.cells if cell.cell_type == "code"
+            for name, output in extract_glue_data_cell(nbformat.from_dict(cell))}
+
+
+def pasted(caption: str, glue: dict[str, dict], where: str) -> str:
+    """`caption` with each glue role replaced by what it pastes in its chapter: `{glue:text}`
+    formatted as MyST-NB formats it, `{glue:md}` as its Markdown. This page is not the
+    chapter, so a role here would find nothing; a name the chapter did not glue is an error
+    naming it and `where` the caption is."""
+    def value(match: re.Match) -> str:
+        kind, spec = match[1], match[2]
+        name, _, fmt = spec.partition(":")
+        data = glue.get(name)
+        mime = "text/plain" if kind == "text" else "text/markdown"
+        if data is None or mime not in data:
+            raise ValueError(f"the caption of {where} pastes {name!r} ({mime}), which its "
+                             f"chapter did not glue; glue it in the chapter or drop the role")
+        return (format_plain_text(data[mime], fmt) if kind == "text" else data[mime].strip())
+    return GLUE_ROLE.sub(value, caption)
 
 
 def base_url(root: Path) -> str:

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from ...names import quoted
+from ...names import math_number, quoted
 from ...profiles import Profile
 from ...step_timing import WEIGHTS, train_step_table, trained_step_sentence, trained_step_table
 from ...timing import EXACTNESS_HEADERS, REFERENCE, exactness, sinkhorn_table
+from ...verdicts import TOLERANCE
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,8 @@ def run(settings: Profile, device: torch.device, seed: int) -> Performance:
                             scale=sizes.kernel_scale)
     rows = kernel.set_index("implementation")
     ours, softmax = rows.loc["rankcollapse.sinkhorn"], rows.loc["rankcollapse.softmax"]
-    early = pd.DataFrame({s: exactness(device, sizes.shape, settings.n_iter, scale=s)
+    early = pd.DataFrame({s: exactness(device, sizes.shape, settings.n_iter, scale=s,
+                                       grad_matrices=sizes.gradient_matrices)
                           for s in sizes.scales}).T.rename(columns=EXACTNESS_HEADERS)
     steps = train_step_table(list(sizes.step_shapes), device, repeats=sizes.step_repeats,
                              n_iter=settings.n_iter, seed=seed)
@@ -55,7 +57,9 @@ def run(settings: Profile, device: torch.device, seed: int) -> Performance:
             "app_batch": sizes.shape[0], "app_n": sizes.shape[-1], "app_repeats": sizes.repeats,
             "app_scales": len(sizes.scales), "app_step_repeats": sizes.step_repeats,
             "app_kernel_scale": sizes.kernel_scale, "app_n_iter": settings.n_iter,
+            "app_gradient_matrices": sizes.gradient_matrices,
             "app_step_scale": WEIGHTS[next(reversed(WEIGHTS))],
             "app_step_init": at_init, "app_step_trained": at_scale}
     return Performance(kernel, early.rename_axis("logit scale"), steps, trained, glue,
-                       {"app_trained_steps": trained_step_sentence(trained)})
+                       {"app_trained_steps": trained_step_sentence(trained),
+                        "app_tolerance": math_number(TOLERANCE)})

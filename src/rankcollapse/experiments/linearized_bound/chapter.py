@@ -72,6 +72,7 @@ def run(settings: Profile, device: torch.device, seed: int) -> LinearizedBound:
             "ch3_c_meas_softmax": measured["softmax"],
             "ch3_looseness": head.constant(n) / measured["sinkhorn"],
             "ch3_depth": stack.depth, "ch3_small_n": stack.n_tokens, "ch3_digits": stack.digits,
+            "ch3_n_iter": settings.n_iter,
             "ch3_growth": growth, "ch3_float_deepest": lb.bound_check(stacks).deepest,
             "ch3_regime_stds": ", ".join(f"{s:g}" for s in settings.ch3.regime_logit_stds),
             "ch3_tolerance": lb.REGIME_TOLERANCE,

@@ -11,9 +11,11 @@ import torch
 
 from ...claim_rows import Claim
 from ...measures import FLOOR
-from ...names import display, joined
+from ...names import display, joined, math_number
 from ...profiles import Profile
+from ...stats import LEVEL
 from ...tasks import load_task
+from ...verdicts import TOLERANCE
 from .. import depth_sweep
 from .. import trained_models as tm
 from ..depth_sweep.experiment import Sweep
@@ -93,12 +95,12 @@ def run(settings: Profile, device: torch.device | str, seed: int, quiet: bool = 
             "ch6_full": max(own.iterations), "ch6_n_iter": settings.n_iter,
             "ch6_d": settings.d_model, "ch6_heads": settings.n_heads,
             "ch6_draws": own.lipschitz_draws, "ch6_lip_inputs": own.lipschitz_inputs,
-            "ch6_check_n": measured.check_tokens} | by_depth.glue
+            "ch6_check_n": measured.check_tokens, "ch6_level": LEVEL} | by_depth.glue
     text = {"ch6_b1": verdict_sentence(b1), "ch6_c6d": verdict_sentence(c6d),
             "ch6_b3": verdict_sentence(b3), "ch6_b4": verdict_sentence(b4),
             "ch6_c10": verdict_sentence(c10), "ch6_b5": verdict_sentence(by_depth.claim),
             "ch6_iterations": joined([f"{k:g}" for k in own.iterations if k != HALF_STEP]),
-            "ds_data": by_depth.data_note}
+            "ds_data": by_depth.data_note, "ch6_tolerance": math_number(TOLERANCE)}
     trained_on = tm.models_data(tasks, titles)
     claims = [replace(b1, data=tm.models_data(tasks, titles, settings.scratch_tasks,
                                               what="models trained as pure attention")),

@@ -12,7 +12,7 @@ import torch
 from ...claim_rows import Claim
 from ...names import bullets
 from ...profiles import Profile
-from ...stats import describe
+from ...stats import LEVEL, describe
 from . import experiment as rm
 
 # The glued names of the control's settings.
@@ -80,7 +80,7 @@ def run(settings: Profile, device: torch.device, seed: int) -> RandomMatrixContr
             "ch4_sweep_depths": ", ".join(map(str, sweep_depths)),
             "ch4_hidden_scales": ", ".join(f"{s:g}" for s in settings.ch4.hidden_scales),
             "ch4_network_scales": ", ".join(f"{s:g}" for s in settings.ch4.network_scales),
-            "ch4_hidden_inputs": settings.n_samples}
+            "ch4_hidden_inputs": settings.n_samples, "ch4_level": LEVEL}
     text = ({f"ch4_{k}_verdict": sentences[label] for k, label in CONTROL_KEYS.items()}
             | {"ch4_sweep_verdict": rm.sweep_sentence(sweep),
                "ch4_corr_verdict": rm.correlated_sentence(correlated)}

@@ -13,12 +13,13 @@ import torch
 from ... import retrieval
 from ...claim_rows import Claim
 from ...measures import FLOOR
-from ...names import quoted
+from ...names import math_number, quoted
 from ...profiles import Profile
 from ...recording import layer_comparisons
 from ...registry import COLLAPSE_LEVEL, NO_SKIPS, SKIPS
 from ...stats import LEVEL
 from ...tasks import load_task
+from ...verdicts import TOLERANCE
 from .. import random_vs_trained as rvt
 from ..rank_collapse import log_summary
 from . import rank_claims as cl
@@ -91,7 +92,8 @@ def run(settings: Profile, device: torch.device | str, seed: int, quiet: bool = 
             "ch5_width": ex.one_size(tasks, "d_model"), "ch5_collapse_level": COLLAPSE_LEVEL}
     text = {"ch5_plateau": cv.plateau_words(), "ch5_chance": cv.chance_sentence(results, titles),
             "ch5_accuracy": accuracy_claim.finding,
-            "ch5_convergence": cv.convergence_sentence(convergence)} | {
+            "ch5_convergence": cv.convergence_sentence(convergence),
+            "ch5_tolerance": math_number(TOLERANCE)} | {
         f"ch5_{c.id}_trained": f"**{c.verdict.capitalize()}.** {c.finding}"
         for c in attention_claims}
     full_paths = paths[paths["setting"].str.endswith("full model")]
