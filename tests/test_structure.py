@@ -93,3 +93,45 @@ def test_the_check_sees_typed_numbers():
     """The check can fail: sizes, scales and keywords are found; 0 and indices are not."""
     source = "x = sweep(draws=256, scale=1.0)\ny = table[1] + rows[-1]\nz = f(0)\nw = range(1, n)"
     assert sorted(typed_numbers(source)) == [(1, 1.0), (1, 256), (4, 1)]
+
+
+# The library's public calls keep the paper's 50 iterations as a documented default
+# (`rc.sinkhorn(logits)` works); the book's own code must never lean on it, or a profile's
+# count would be silently ignored. name -> position of `n_iter` among the positional arguments
+ITERATED = {"sinkhorn": 1, "sinkhorn_reference": 1, "normalize": 2, "SelfAttention": 3,
+            "EncoderConfig": None}
+
+
+def calls_without_n_iter(source: str) -> list[tuple[int, str]]:
+    """(line, name) of every call of an `ITERATED` function that passes no iteration count
+    (neither at its position nor as `n_iter=`, nor through `**`); `normalize` of a literal
+    "softmax" needs none."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        name = getattr(node.func, "id", getattr(node.func, "attr", None))
+        if name not in ITERATED:
+            continue
+        position = ITERATED[name]
+        given = any(k.arg in ("n_iter", None) for k in node.keywords) or (
+            position is not None and len(node.args) > position)
+        softmax = name == "normalize" and len(node.args) > 1 and \
+            isinstance(node.args[1], ast.Constant) and node.args[1].value == "softmax"
+        if not (given or softmax):
+            found.append((node.lineno, name))
+    return found
+
+
+def test_the_books_code_always_passes_the_iteration_count():
+    offenders = {module_name(p): found for package in PACKAGES for p in package.rglob("*.py")
+                 if (found := calls_without_n_iter(p.read_text()))}
+    assert offenders == {}, f"calls that fall back on the default of 50 iterations: {offenders}"
+
+
+def test_the_iteration_check_sees_a_missing_count():
+    source = ("a = sinkhorn(x)\nb = sinkhorn(x, k)\nc = rc.normalize(x, 'sinkhorn')\n"
+              "d = normalize(x, 'softmax')\ne = EncoderConfig(d_model=8)\n"
+              "f = EncoderConfig(n_iter=k)\ng = SelfAttention(8, 2, 'sinkhorn', **kw)")
+    assert calls_without_n_iter(source) == [(1, "sinkhorn"), (3, "normalize"),
+                                            (5, "EncoderConfig")]
