@@ -154,8 +154,8 @@ names.readable(result.reach)
 #
 # ## What it costs
 #
-# Sinkhorn repeats a normalization up to {glue:text}`ch2_n_iter` times where softmax does it
-# once. The library's implementation does the first row and column steps in the log domain
+# Sinkhorn repeats a row and a column normalization up to {glue:text}`ch2_n_iter` times
+# where softmax normalizes the rows once. The library's implementation does the first row and column steps in the log domain
 # and the remaining ones as matrix-vector products, and stops a matrix early once its
 # marginals have converged (this book's choice, not the paper's: the appendix,
 # {doc}`07_appendix_performance`, measures what stopping early changes); the plain reference

@@ -297,7 +297,7 @@ chapter.show(figures.random_vs_trained(result), "fig-random-vs-trained", result.
 # %%
 result.logit_scales.style.format("{:.2f}")
 
-# %% mystnb={"figure": {"caption": "The complete trained models' attention per layer, one line style per task. Top left: logit scale (median over inputs of the standard deviation of the logits), softmax blue, Sinkhorn red. Top right: the Sinkhorn models' largest row error after exactly {glue:text}`ch5_n_iter` iterations of their own logits, median (circles) and largest (triangles) over inputs, log scale; dotted: {glue:md}`ch5_tolerance:myst`. Bottom: mean row entropy over real rows (nats). Points below the dotted line are doubly stochastic to {glue:md}`ch5_tolerance:myst`; a red entropy curve above the blue one of the same task means Sinkhorn attention spreads more evenly.", "name": "fig-trained-attention"}}
+# %% mystnb={"figure": {"caption": "The complete trained models' attention per layer, one line style per task. Top left: logit scale (median over inputs of the standard deviation of the logits), softmax blue, Sinkhorn red. Top right: the Sinkhorn models' largest row error after exactly {glue:text}`ch5_n_iter` iterations on their own logits, median (circles) and largest (triangles) over inputs, log scale; dotted: {glue:md}`ch5_tolerance:myst`. Bottom: mean row entropy over real rows (nats). Points below the dotted line are doubly stochastic to {glue:md}`ch5_tolerance:myst`; a red entropy curve above the blue one of the same task means Sinkhorn attention spreads more evenly.", "name": "fig-trained-attention"}}
 chapter.show(figures.trained_attention(result), "fig-trained-attention",
              result.attention)
 

@@ -110,10 +110,10 @@ def _value(profile: Profile, name: str) -> str:
         return f"{value.depth} layers, n = {value.n_tokens}, {value.digits} digits"
     if isinstance(value, Appendix):
         batch, n, _ = value.shape
-        return (f"{batch} logits {n} x {n} at logit scale {value.kernel_scale:g}, "
-                f"{value.repeats} rounds; early stop at logit scales "
-                f"{', '.join(f'{x:g}' for x in value.scales)}, its gradient on "
-                f"{value.gradient_matrices} matrices; training steps at the "
+        return (f"{batch} logit matrices of {n} × {n} at logit scale {value.kernel_scale:g}, "
+                f"{value.repeats} rounds; early stop checked at logit scales "
+                f"{', '.join(f'{x:g}' for x in value.scales)}, the gradient on "
+                f"{value.gradient_matrices} of the matrices; training steps at the "
                 f"{' and '.join(value.step_shapes)} shapes, {value.step_repeats} "
                 f"round{'s' * (value.step_repeats != 1)}")
     if isinstance(value, DepthSweep):
