@@ -11,7 +11,7 @@ from rankcollapse.registry import CLAIMS, FINDINGS, OWN_BOUND
 from rankcollapse.stats import WORDS
 from rankcollapse.verdicts import Result, check_result
 from rankcollapse_book.ledger import (FINDINGS as FINDINGS_PAGE, JSON, PAGE, collect, findings,
-                                      ledger, readable, save_records, write_ledger)
+                                      ledger, shown_number, save_records, write_ledger)
 
 
 RUNS = 200  # simulations per claim's calibration: enough to test, fast to run
@@ -104,7 +104,7 @@ def test_page_findings_and_json_agree(tmp_path):
 
 
 def test_numbers_read_as_a_reader_writes_them():
-    assert [readable(x) for x in (0.5, 5.99, 1234.5, 2.5e-7, 1e9, -3.2e5, 0.0)] == \
+    assert [shown_number(x) for x in (0.5, 5.99, 1234.5, 2.5e-7, 1e9, -3.2e5, 0.0)] == \
         ["0.500", "5.99", "1234", "2.5×10⁻⁷", "10⁹", "-3.2×10⁵", "0"]
 
 

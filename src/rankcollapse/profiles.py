@@ -198,7 +198,7 @@ class Profile:
     n_eval: int = 256  # test inputs analysed per model in chapter 5
     scratch_tasks: tuple[str, ...] = ()  # chapter 6: tasks whose models are also trained pure
     scratch_seeds: tuple[int, ...] = (0,)  # chapter 6: the seeds trained pure (of train_seeds)
-    train_jobs: int = 1  # trainings run at once on the device (`trainings.run_all`)
+    train_jobs: int = 1  # trainings run at once on the device (`training_plan.run_all`)
     depth_sweep: DepthSweep | None = None  # chapter 6: one task trained at several depths
     ch1: RankCollapseSettings = RankCollapseSettings()  # chapter 1's own sizes
     ch2: SinkhornSettings = SinkhornSettings()  # chapter 2's

@@ -24,7 +24,7 @@ from .profiles import get_profile
 from .tasks import load_task, synthetic_data, train_config
 from .timing import timed
 from .training import _batch, epoch_order, optimizer_step
-from .trainings import Training, run
+from .training_plan import Training, run
 
 
 def _vit_shape(profile: str, batch: int) -> dict:

@@ -2,7 +2,7 @@
 tests and timing) and the training configuration of one model of it, complete or trained as
 pure attention (`SCRATCH`, chapter 6's B1).
 
-Below the chapters: `trainings` (the command that trains one model) and `timing` use it as
+Below the chapters: `training_plan` (the command that trains one model) and `timing` use it as
 the chapter modules do, so that no library module imports a chapter's.
 """
 

@@ -1,5 +1,5 @@
 """Work shared out over worker processes on one machine: the trainings of a profile
-(`trainings.run_all`) and independent measurements of trained models (chapter 6).
+(`training_plan.run_all`) and independent measurements of trained models (chapter 6).
 
 Workers are spawned, so that CUDA and the thread pools start fresh in each, and each gets
 `threads_per_job` CPU threads: on a small machine, two processes of one thread each keep

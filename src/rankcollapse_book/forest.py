@@ -24,7 +24,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 from rankcollapse import registry
 from rankcollapse.plots import OTHER_COLORS
 from rankcollapse.stats import MARGIN, WORDS
-from rankcollapse_book.outcomes import (OUTCOME_WORDS, is_test, readable, short_task,
+from rankcollapse_book.outcomes import (OUTCOME_WORDS, is_test, shown_number, short_task,
                                         shown_results)
 
 ORANGE, GREEN, PURPLE, BROWN, PINK, GREY, OLIVE, CYAN = OTHER_COLORS
@@ -128,7 +128,7 @@ def _panel(ax, data: pd.DataFrame, colors: dict[str, str], key: str, limits) -> 
                 markerfacecolor="white" if hollow else color)
         if shown != r["number"]:  # an estimate beyond the axis: its value beside the arrow
             right = shown == high_edge
-            ax.annotate(readable(r["number"]), (shown, y), xytext=(-6 if right else 6, 0),
+            ax.annotate(shown_number(r["number"]), (shown, y), xytext=(-6 if right else 6, 0),
                         textcoords="offset points", ha="right" if right else "left",
                         va="center", fontsize=7, color=color)
         side = _side_label(data, i)

@@ -32,7 +32,7 @@ from rankcollapse.verdicts import (CLAIM_RULE, CLAIM_VERDICTS, COMPARISON_RULE, 
                                    Result, calibration, stated_at)
 from rankcollapse_book import forest, outcomes, summary
 from rankcollapse_book.export import FIGURE_DIR, git_commit, save_figure
-from rankcollapse_book.outcomes import readable  # noqa: F401 (the ledger's numbers)
+from rankcollapse_book.outcomes import shown_number  # noqa: F401 (the ledger's numbers)
 from rankcollapse_book.summary import caveat
 
 RECORDS = Path("book") / "chapters" / "claims"

@@ -27,7 +27,7 @@ CENSORED = " ({censored} of {values} values at the floor)"
 _TITLE = re.compile(r"^(?P<name>[^(]*?) \((?P<data>[^)]*)\)(?P<rest>.*)$")
 
 
-def readable(x: float, digits: int = 3) -> str:
+def shown_number(x: float, digits: int = 3) -> str:
     """A number for a reader: `digits` significant digits, whole numbers below 10000 as
     they are, and powers of ten written out (1.2×10⁻⁷, not 1.2e-07) outside 0.001–10000."""
     if math.isfinite(x) and float(x).is_integer() and abs(x) < 1e4:  # zero too
@@ -47,10 +47,10 @@ def estimate(r: dict) -> str:
             mostly_at_floor(r.get("tied", 0), r.get("values", 0))):  # a tie has no ratio
         return "–"
     if not has_interval(r):
-        return f"{r['bound']}{readable(r['number'])}"
+        return f"{r['bound']}{shown_number(r['number'])}"
     digits = digits_for(r.get("margin", MARGIN))
-    return (f"{readable(r['number'], digits)} ({readable(r['low'], digits)}–"
-            f"{readable(r['high'], digits)})")
+    return (f"{shown_number(r['number'], digits)} ({shown_number(r['low'], digits)}–"
+            f"{shown_number(r['high'], digits)})")
 
 
 def short_task(task: str) -> str:
@@ -138,7 +138,7 @@ def cells_of_test(claim_id: str, r: dict) -> dict[str, str]:
     return {"test": test_label(claim_id, r), "found": found_words(claim_id, r),
             "estimate": value, "outcome": outcome_words(claim_id, r),
             "units": "+".join(map(str, r["units"])) if is_test(r) else "–",
-            "detectable": readable(r["detectable"]) if shown and r["detectable"] is not None
+            "detectable": shown_number(r["detectable"]) if shown and r["detectable"] is not None
             else "–"}
 
 

@@ -40,7 +40,7 @@ from rankcollapse.devices import DEVICES, resolve_device
 from rankcollapse.files import (atomic_write_text, digest_files, module_sources, package_files,
                                 sha256_file)
 from rankcollapse.profiles import PROFILES, get_profile
-from rankcollapse.trainings import seed_argument
+from rankcollapse.training_plan import seed_argument
 from rankcollapse_book.chapter import FIGURE_DIR, caption_note, fill_execution_time, find_root
 from rankcollapse_book.figures_page import FORMATS, collect
 from rankcollapse_book.project import BookError, Project, read_record

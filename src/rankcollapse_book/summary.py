@@ -20,7 +20,7 @@ from rankcollapse.experiments.trained_models import seed_counts
 from rankcollapse.names import joined
 from rankcollapse.profiles import Profile, get_profile
 from rankcollapse.stats import MARGIN, WORDS, mostly_at_floor
-from rankcollapse_book.outcomes import (has_interval, readable, short_task, shown_results,
+from rankcollapse_book.outcomes import (has_interval, shown_number, short_task, shown_results,
                                         task_legend)
 
 DEMONSTRATION = ("the {profile} profile trains narrower models ({size}; {seeds}) "
@@ -130,8 +130,8 @@ def caveat(profile: str) -> str | None:
 def _ratio(r: dict) -> str:
     """'1.14×, 1.04–1.25': a test's ratio with its interval ('2.86×10⁴, 38.1–2.15×10⁷': a
     power of ten takes no second ×)."""
-    interval = f", {readable(r['low'])}–{readable(r['high'])}" if has_interval(r) else ""
-    number = readable(r["number"])
+    interval = f", {shown_number(r['low'])}–{shown_number(r['high'])}" if has_interval(r) else ""
+    number = shown_number(r["number"])
     power = any(c in number for c in "⁰¹²³⁴⁵⁶⁷⁸⁹")
     return number + ("" if power else "×") + interval
 

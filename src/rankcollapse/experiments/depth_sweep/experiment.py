@@ -20,7 +20,7 @@ from ...stats import (WORDS, compare_table, family_level, found_of, mostly_at_fl
 from ...tasks import load_task
 from ...training import TrainResult
 from ...verdicts import Result, results_sentence
-from ... import trainings
+from ... import training_plan
 from ..trained_models import PLATEAU, VARIANTS, attention_statistics, plateaued, task_titles
 
 # The inference variants the sweep reads: the complete model, and without skip connections.
@@ -155,8 +155,8 @@ def run(settings: Profile, device: str = "auto", cache_dir=None, quiet: bool = T
     sweep = settings.depth_sweep
     if sweep is None:
         raise ValueError(f"profile {settings.name!r} has no depth sweep (Profile.depth_sweep)")
-    results = {(t.depth, t.normalization, t.seed): r for t, r in trainings.ensure(
-        trainings.swept(settings), settings.train_jobs, device, cache_dir, quiet).items()}
+    results = {(t.depth, t.normalization, t.seed): r for t, r in training_plan.ensure(
+        training_plan.swept(settings), settings.train_jobs, device, cache_dir, quiet).items()}
     base = sweep_task(settings, max(sweep.depths))
     train_data, tests = load_task(base)
     title = task_titles({sweep.task: (train_data, tests)})[sweep.task]
@@ -202,6 +202,6 @@ def data_note(settings: Profile) -> str:
     if not differs:
         return ""
     return ("The sweep differs from chapter 5's model of this task in " + " and ".join(differs)
-            + f": its {len(trainings.swept(settings))} trainings must fit this profile's "
+            + f": its {len(training_plan.swept(settings))} trainings must fit this profile's "
             "budget, and the epochs are those after which the deepest models' held-out loss "
             "has stopped falling (the plateau column below checks every seed).")

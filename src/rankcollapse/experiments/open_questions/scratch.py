@@ -12,7 +12,7 @@ import pandas as pd
 import torch
 
 from ... import recording as rec
-from ... import trainings
+from ... import training_plan
 from ...claim_rows import Claim
 from ...data import Dataset
 from ...measures import FLOOR
@@ -31,10 +31,10 @@ def scratch_models(settings: Profile, device: str = "auto", cache_dir=None, quie
     """Per task role of the profile's `scratch_tasks` and per `SCRATCH` variant, one model per
     (normalization, seed of `scratch_seeds`) trained with those parts switched off, where the
     model cache lacks it (`settings.train_jobs` side by side), and loaded
-    (`trainings.ensure`)."""
-    wanted = trainings.planned(settings, tuple(trainings.PURE), sweep=False)
+    (`training_plan.ensure`)."""
+    wanted = training_plan.planned(settings, tuple(training_plan.PURE), sweep=False)
     models: dict[str, dict[str, dict[tuple[str, int], TrainResult]]] = {}
-    for t, r in trainings.ensure(wanted, settings.train_jobs, device, cache_dir, quiet).items():
+    for t, r in training_plan.ensure(wanted, settings.train_jobs, device, cache_dir, quiet).items():
         variant = models.setdefault(t.task, {}).setdefault(PURE[t.variant], {})
         variant[(t.normalization, t.seed)] = r
     return models

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ... import trainings
+from ... import training_plan
 from ...data import Dataset
 from ...data import record as dataset_record
 from ...masks import pair_mask
@@ -97,14 +97,15 @@ def model_table(data: dict[str, tuple[Dataset, Dataset]], tasks: dict[str, Task]
 def complete_models(settings: Profile, device: str = "auto", cache_dir=None, quiet: bool = False
                     ) -> dict[str, dict[tuple[str, int], TrainResult]]:
     """Chapter 5's complete models of the profile: per task role, one per (normalization,
-    seed), loaded (`trainings.ensure`). Every model the book trains (chapter 6's pure and
+    seed), loaded (`training_plan.ensure`). Every model the book trains (chapter 6's pure and
     depth-sweep models too) is trained here where the model cache lacks it, side by side
     (`settings.train_jobs`), the costliest first: one batch ends with one short wait for the
     last training, where three would end with three."""
-    trainings.run_all(trainings.planned(settings), settings.train_jobs, device, cache_dir, quiet)
-    wanted = trainings.planned(settings, ("complete",), sweep=False)
+    training_plan.run_all(training_plan.planned(settings), settings.train_jobs, device,
+                          cache_dir, quiet)
+    wanted = training_plan.planned(settings, ("complete",), sweep=False)
     models: dict[str, dict[tuple[str, int], TrainResult]] = {}
-    for t, r in trainings.ensure(wanted, settings.train_jobs, device, cache_dir, quiet).items():
+    for t, r in training_plan.ensure(wanted, settings.train_jobs, device, cache_dir, quiet).items():
         models.setdefault(t.task, {})[(t.normalization, t.seed)] = r
     return models
 
