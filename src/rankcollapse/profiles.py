@@ -82,8 +82,9 @@ class DepthSweep:
 @dataclass(frozen=True)
 class Appendix:
     """Chapter 7's sizes: the Sinkhorn kernel timed on random logits of `shape` (batch, n, n),
-    `repeats` interleaved rounds, at logit scale `kernel_scale`; its early stop checked at the logit `scales` (the
-    gradient on the first `gradient_matrices` of them); one training step timed at the `step_shapes` (keys of `step_timing.TRAIN_SHAPES`: 'ci', 'paper'),
+    `repeats` interleaved rounds, at logit scale `kernel_scale`; its early stop checked at the
+    logit `scales` (the gradient on the first `gradient_matrices` of them); one training step
+    timed at the `step_shapes` (keys of `step_timing.TRAIN_SHAPES`: 'ci', 'paper'),
     `step_repeats` rounds, and at the trained models' own logits as often."""
 
     shape: tuple[int, int, int] = (256, 128, 128)
