@@ -142,8 +142,9 @@ chapter.show(figures.block_parts(result), "fig-block-parts", result.parts)
 #
 # ## Does LayerNorm preserve rank?
 #
-# A recent preprint on rank collapse (we know only its abstract) states that LayerNorm is
-# "precisely affine-rank-neutral": it keeps the dimension of the affine hull of the token set.
+# A recent preprint on rank collapse {cite}`cirrincione2026rank` (we know only its abstract)
+# states that LayerNorm is "precisely affine-rank-neutral": it keeps the dimension of the
+# affine hull of the token set.
 # LayerNorm first removes each token's own feature mean, then divides each token by its own
 # standard deviation. We test the claim on token sets built with a known affine rank $k$
 # (a common point plus $k$ random directions), {glue:text}`ch1_ln_draws` draws per $k$.

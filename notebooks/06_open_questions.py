@@ -205,10 +205,10 @@ chapter.show(figures.iterations(result), "fig-iterations", result.iterations)
 # ```{admonition} Prior work
 # :class: note
 # Two known results frame the question. The softmax *function*, logits to probabilities, is
-# 1/2-Lipschitz (a recent result, arXiv:2510.23012). Dot-product self-attention, as a map of
-# the tokens, is not Lipschitz at all {cite}`kim2021lipschitz`: its logits are quadratic in
-# the tokens, so its local constant grows without bound with their scale (the tests of this
-# book's library check that growth).
+# 1/2-Lipschitz in every $\ell_p$ norm {cite}`nair2025softmax`. Dot-product self-attention,
+# as a map of the tokens, is not Lipschitz at all {cite}`kim2021lipschitz`: its logits are
+# quadratic in the tokens, so its local constant grows without bound with their scale (the
+# tests of this book's library check that growth).
 # ```
 # What can be compared is therefore the **local** Lipschitz constant at
 # given inputs: the spectral norm of the layer's Jacobian with respect to its $n \times d$
