@@ -192,8 +192,8 @@ chapter.show(figures.iterations(result), "fig-iterations", result.iterations)
 
 # %% [markdown]
 # B4's answer is in the summary box. What this implies for cheaper inference: where fewer iterations already match the
-# accuracy of {glue:text}`ch6_full`, their time ratio above says what a forward pass with that many costs
-# against {glue:text}`ch6_full` with the weights as trained (a ratio above 1 means no saving); the top-right
+# accuracy of {glue:text}`ch6_full`, the table's forward-pass time for that many, against the time
+# with {glue:text}`ch6_full` (the weights as trained), says what they save (none where it is not lower); the top-right
 # panel shows how far from doubly stochastic the attention then is. Because the
 # "{glue:text}`ch6_full` iterations" of this implementation stop early once a matrix has converged (see the
 # appendix), fewer iterations need not be faster, and the times are this run's device's,
