@@ -91,7 +91,11 @@ chapter.show(figures.pure_collapse(result), "fig-pure-collapse", result.pure)
 # %% [markdown]
 # {numref}`fig-pure-collapse` shows the collapse: at every logit scale the residual falls
 # by many orders of magnitude within a handful of layers, until most values sit at the
-# float64 rounding floor (from there on the curves are not drawn).
+# float64 rounding floor (from there on the curves are not drawn). This book calls a stack
+# *collapsed* when its relative residual after the last layer is below
+# {glue:text}`ch1_collapsed:g` or at the rounding floor; the paper's claim C1 is checked
+# that way at every logit scale (the chapter's summary below), and chapter 2 uses the same
+# threshold.
 #
 # *Doubly* exponential means that $-\log r$ itself grows exponentially: under the cubic law
 # $r_{l+1} \le c\, r_l^3$ of Dong et al. (and of the paper for Sinkhorn), each layer roughly

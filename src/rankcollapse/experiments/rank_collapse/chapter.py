@@ -15,6 +15,7 @@ from ...measures import composite_norm, relative_residual, rounding_floor
 from ...names import quoted
 from ...precise import floor_log10
 from ...profiles import Profile
+from ...registry import COLLAPSED
 from . import experiment as rc
 
 # The block parts switched on one at a time, with the same weights and inputs.
@@ -83,7 +84,7 @@ def run(settings: Profile, device: torch.device, seed: int) -> RankCollapse:
 
     glue = {"ch1_example_r": relative_residual(x), "ch1_example_norm": composite_norm(x),
             "ch1_n_samples": settings.n_samples, "ch1_draws": settings.weight_draws,
-            "ch1_floor": quoted(floor),
+            "ch1_floor": quoted(floor), "ch1_collapsed": COLLAPSED,
             "ch1_growth_min": growth.min(), "ch1_growth_max": growth.max(),
             "ch1_fit_points": int(points.min()), "ch1_digits": stack.digits,
             "ch1_precise_n": stack.n_tokens, "ch1_precise_draws": settings.weight_draws,

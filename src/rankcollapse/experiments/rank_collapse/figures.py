@@ -6,6 +6,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
 from ...plots import WIDTH, band, colors, residual_bands
 from .chapter import RankCollapse
@@ -61,6 +62,7 @@ def rank_and_entropy(residuals: pd.DataFrame, entropy: pd.DataFrame, log_n: floa
     for key, e in entropy.groupby(hue, sort=False):
         band(right, e["layer"], e["mean"], e["std"], color=palette[key], label=key)
     right.axhline(log_n, color="grey", linestyle=":")
+    right.xaxis.set_major_locator(MaxNLocator(integer=True))  # layers are whole numbers
     left.set(xlabel="layer $l$")
     right.set(xlabel="layer $l$", ylabel="row entropy of attention (nats)", title="Entropy")
     return fig
