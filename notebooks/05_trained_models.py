@@ -83,7 +83,8 @@ result.models.style
 # `full` profile trains. The models train in float32 and are analysed in
 # float64 (a copy with the same weights), so that residuals can fall to about $10^{-15}$
 # before rounding stops them. In `ci` the datasets are stand-ins and the models smaller
-# (named in the table above): read the `ci` numbers as a demonstration of the method, not as
+# (named in the table above); where this run's models depart from the paper's shapes:
+# {glue:md}`ch5_departures`. Read the `ci` numbers as a demonstration of the method, not as
 # the paper's experiment.
 # ```
 #

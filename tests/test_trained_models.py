@@ -371,6 +371,29 @@ def test_the_ledger_data_names_each_tasks_depth_width_and_examples():
     assert one_size(tasks, "depth") == "6 or 24" and one_size(tasks, "d_model") == "48"
 
 
+def test_departures_name_each_size_that_differs_from_the_papers_and_only_those():
+    from rankcollapse.experiments.trained_models import departures
+    from rankcollapse.profiles import PAPER_SHAPES, PROFILES, Task
+
+    small = dict(d_ff=96, epochs=1, batch_size=8, lr=1e-3, warmup_steps=1)
+    paper = {"mnist": Task("mnist", depth=24, d_model=128, n_heads=4, patch=4, **small),
+             "text": Task("ag_news", depth=24, d_model=128, n_heads=4, max_len=128, **small),
+             "retrieval": Task("retrieval", depth=24, d_model=128, n_heads=4, **small)}
+    ours = {"mnist": Task("mnist10k", depth=6, d_model=128, n_heads=4, patch=7, **small),
+            "text": Task("wordnet4", depth=24, d_model=128, n_heads=2, max_len=64, patch=9,
+                         **small),
+            "retrieval": Task("retrieval", depth=3, d_model=8, n_heads=1, **small)}
+    kinds = {"mnist": "image", "text": "text", "retrieval": "text"}
+    titles = {"mnist": "M", "text": "T", "retrieval": "R"}
+    assert departures(ours, paper, kinds, titles) == (
+        "M: 6 layers (the paper: 24), 7×7 patches (the paper: 4×4); "
+        "T: 2 heads (the paper: 4), 64 tokens (the paper: 128)")  # a text model's patch: moot
+    assert departures(paper, paper, kinds, titles) == "none"
+    full = PROFILES["full"].tasks  # the full profile trains the paper's shapes
+    assert departures(full, PAPER_SHAPES, kinds | {"cats_dogs": "image"}, titles | {
+        "cats_dogs": "C"}) == "none"
+
+
 def test_plateau_is_an_improvement_below_the_fraction_over_the_window():
     from rankcollapse.experiments.trained_models import plateaued
 

@@ -278,6 +278,8 @@ _FULL_TASKS = {
                       logit_init=SHARP_START),
 }
 
+PAPER_SHAPES = _FULL_TASKS  # the paper's model shapes per task (the `full` profile trains them)
+
 PROFILES: dict[str, Profile] = {
     "ci": Profile("ci", n_tokens=32, d_model=32, n_heads=2, depth=12, n_iter=50,
                   n_samples=32, weight_draws=4, n_paths=100, n_pools=12,

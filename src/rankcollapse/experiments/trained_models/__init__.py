@@ -4,7 +4,7 @@ draws it; `experiment` trains and measures the models, `convergence` says whethe
 trained (and C8), `rank_claims` holds C4a-C4e, C2a and C9 on them."""
 
 from .experiment import (OURS, VARIANTS, Analysis, analyse, attention_paths,
-                         attention_statistics, complete_models, model_table, models_data,
+                         attention_statistics, complete_models, departures, model_table, models_data,
                          one_size, seed_counts, task_titles)
 from .convergence import (PLATEAU, accuracy_claim, accuracy_data, accuracy_table,
                           baseline_noise, chance_sentence, convergence_sentence,
@@ -20,6 +20,7 @@ __all__ = ["OURS", "PLATEAU", "RESIDUAL_FIGURES", "RESIDUAL_GROUPS", "VARIANTS",
            "TrainedModels", "accuracy_claim", "accuracy_data", "accuracy_table", "analyse",
            "attention_paths", "attention_statistics", "baseline_noise", "chance_sentence",
            "claims", "claims_table", "collapse_words", "complete_models", "convergence_sentence",
+           "departures",
            "convergence_table", "curve_table", "curves_with_references", "estimate", "figures",
            "layer_sentences", "logit_scales", "model_table", "models_data", "one_size",
            "path_comparisons", "plateau_words", "plateaued", "run", "scale_words",

@@ -14,7 +14,7 @@ from ... import retrieval
 from ...claim_rows import Claim
 from ...measures import FLOOR
 from ...names import math_number, quoted
-from ...profiles import Profile
+from ...profiles import PAPER_SHAPES, Profile
 from ...recording import layer_comparisons
 from ...registry import COLLAPSE_LEVEL, NO_SKIPS, SKIPS
 from ...stats import LEVEL
@@ -93,7 +93,9 @@ def run(settings: Profile, device: torch.device | str, seed: int, quiet: bool = 
     text = {"ch5_plateau": cv.plateau_words(), "ch5_chance": cv.chance_sentence(results, titles),
             "ch5_accuracy": accuracy_claim.finding,
             "ch5_convergence": cv.convergence_sentence(convergence),
-            "ch5_tolerance": math_number(TOLERANCE)} | {
+            "ch5_tolerance": math_number(TOLERANCE),
+            "ch5_departures": ex.departures(tasks, PAPER_SHAPES, {
+                role: train.kind for role, (train, _) in data.items()}, titles)} | {
         f"ch5_{c.id}_trained": f"**{c.verdict.capitalize()}.** {c.finding}"
         for c in attention_claims}
     full_paths = paths[paths["setting"].str.endswith("full model")]

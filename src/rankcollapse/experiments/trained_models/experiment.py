@@ -67,6 +67,35 @@ def seed_counts(settings: Profile, titles: dict[str, str] = TASKS) -> str:
     return ", ".join(words[:-1]) + " and " + words[-1]
 
 
+# A model's shape as the prose names it, and a value alone ('the paper: 4×4'); a field that
+# differs from the paper's is named. Text models have a token count, image models patches.
+SHAPE = {"depth": ("{} layers", "{}"), "d_model": ("width {}", "{}"),
+         "n_heads": ("{} heads", "{}"), "max_len": ("{} tokens", "{}"),
+         "patch": ("{0}×{0} patches", "{0}×{0}"), "image_size": ("images of {0}×{0}", "{0}×{0}")}
+TEXT_ONLY, IMAGE_ONLY = {"max_len"}, {"patch", "image_size"}
+
+
+def departures(tasks: dict[str, Task], paper: dict[str, Task], kinds: dict[str, str],
+               titles: dict[str, str]) -> str:
+    """Where each of the paper's tasks in `tasks` departs from the paper's shape (`paper`, the
+    `full` profile's tasks, which are the paper's shapes), in words: 'MNIST digits: width 48
+    (the paper: 128), 7×7 patches (the paper: 4×4)'; 'none' where no task departs. `kinds`
+    gives each role's data kind ('text' or 'image'). Tasks of this book's choosing (`OURS`)
+    have no paper shape and are left out."""
+    parts = []
+    for role, task in tasks.items():
+        if role in OURS:
+            continue
+        left_out = IMAGE_ONLY if kinds[role] == "text" else TEXT_ONLY
+        changed = [f"{shape.format(ours)} (the paper: {value.format(theirs)})"
+                   for field, (shape, value) in SHAPE.items() if field not in left_out
+                   for ours, theirs in [(getattr(task, field), getattr(paper[role], field))]
+                   if ours != theirs]
+        if changed:
+            parts.append(f"{titles[role]}: " + ", ".join(changed))
+    return "; ".join(parts) or "none"
+
+
 def models_data(tasks: dict[str, Task], titles: dict[str, str], roles=None,
                 what: str = "trained models") -> str:
     """What a claim's trained models are, for the ledger's data column: 'trained models:
