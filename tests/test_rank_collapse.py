@@ -162,7 +162,7 @@ def test_contrast_sentence_says_what_the_numbers_say():
     entropy = pd.Series({"uniform": 3.4, "peaked": 0.7})
     residual = pd.Series({"peaked": 0.5, "uniform": np.nan})
     text = rc.contrast_sentence(entropy, residual, log_n=3.5)
-    assert "*uniform* 3.40 nats (97% of log *n*)" in text and "*peaked* 0.70 nats (20%" in text
+    assert "*uniform*: 3.40 nats (97% of log *n*)" in text and "*peaked*: 0.70 nats (20%" in text
     assert "above 0.01 after the last layer: *peaked* (0.5); collapsing below it: *uniform* " \
         "(at the rounding floor)" in text
     assert "collapsing below it: none" in rc.contrast_sentence(entropy, residual.fillna(0.2), 3.5)

@@ -12,7 +12,7 @@ import torch
 
 from ...claim_rows import Claim
 from ...measures import composite_norm, relative_residual, rounding_floor
-from ...names import quoted
+from ...names import math_number, quoted
 from ...precise import floor_log10
 from ...profiles import Profile
 from ...registry import COLLAPSED
@@ -84,7 +84,7 @@ def run(settings: Profile, device: torch.device, seed: int) -> RankCollapse:
 
     glue = {"ch1_example_r": relative_residual(x), "ch1_example_norm": composite_norm(x),
             "ch1_n_samples": settings.n_samples, "ch1_draws": settings.weight_draws,
-            "ch1_floor": quoted(floor), "ch1_collapsed": COLLAPSED,
+            "ch1_floor": quoted(floor),
             "ch1_growth_min": growth.min(), "ch1_growth_max": growth.max(),
             "ch1_fit_points": int(points.min()), "ch1_digits": stack.digits,
             "ch1_precise_n": stack.n_tokens, "ch1_precise_draws": settings.weight_draws,
@@ -94,7 +94,7 @@ def run(settings: Profile, device: torch.device, seed: int) -> RankCollapse:
             "ch1_last_skip": last["+ skip"],
             "ch1_last_full": last["full block"], "ch1_ln_draws": settings.ch1.layernorm_draws,
             **{f"ch1_ln_{k}": v for k, v in ln_counts.items()}, "ch1_log_n": log_n}
-    text = {"ch1_parts": rc.parts_sentence(last),
+    text = {"ch1_parts": rc.parts_sentence(last), "ch1_collapsed": math_number(COLLAPSED),
             "ch1_ln_verdict": rc.layernorm_sentence(ln_counts),
             "ch1_contrast": rc.contrast_sentence(
                 rc.final_entropies(entropy, settings.depth),

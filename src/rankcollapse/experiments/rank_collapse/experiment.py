@@ -211,7 +211,7 @@ def contrast_sentence(entropy_final: pd.Series, residual_final: pd.Series, log_n
     """Rank against entropy at the last layer, per configuration: its mean row entropy as a
     share of the maximum log n, and whether its residual stays above `threshold`
     (`parts_sentence`; NaN, a layer mostly at the rounding floor, counts as collapsed)."""
-    shares = "; ".join(f"*{k}* {v:.2f} nats ({v / log_n:.0%} of log *n*)"
+    shares = "; ".join(f"*{k}*: {v:.2f} nats ({v / log_n:.0%} of log *n*)"
                        for k, v in entropy_final.items())
     return (f"At the last layer the row entropy is: {shares}. The configurations "
             f"{parts_sentence(residual_final.reindex(entropy_final.index), threshold)}.")

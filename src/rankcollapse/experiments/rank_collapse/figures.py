@@ -63,6 +63,6 @@ def rank_and_entropy(residuals: pd.DataFrame, entropy: pd.DataFrame, log_n: floa
         band(right, e["layer"], e["mean"], e["std"], color=palette[key], label=key)
     right.axhline(log_n, color="grey", linestyle=":")
     right.xaxis.set_major_locator(MaxNLocator(integer=True))  # layers are whole numbers
-    left.set(xlabel="layer $l$")
-    right.set(xlabel="layer $l$", ylabel="row entropy of attention (nats)", title="Entropy")
+    right.set(xlim=left.get_xlim(), xlabel="attention of layer $l$",
+              ylabel="row entropy of attention (nats)", title="Entropy")
     return fig

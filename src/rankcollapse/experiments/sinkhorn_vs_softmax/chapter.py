@@ -12,6 +12,7 @@ import torch
 
 from ...claim_rows import Claim
 from ...measures import rounding_floor
+from ...names import math_number
 from ...normalizations import sinkhorn, softmax
 from ...profiles import Profile
 from ...registry import COLLAPSED, PAPER_N
@@ -91,7 +92,7 @@ def run(settings: Profile, device: torch.device, seed: int) -> SinkhornVsSoftmax
             "ch2_entropy_scale": settings.ch2.entropy_quoted_scale,
             "ch2_entropy_gain": sv.entropy_gain(entropies, settings.ch2.entropy_quoted_scale),
             "ch2_draws_w": settings.weight_draws, "ch2_inputs": settings.n_samples,
-            "ch2_collapsed": COLLAPSED, **{f"ch2_{k}": v for k, v in sv.reach_gaps(reach).items()},
+            **{f"ch2_{k}": v for k, v in sv.reach_gaps(reach).items()},
             "ch2_cost_ratio": per_n.loc[largest, "sinkhorn"] / per_n.loc[largest, "softmax"],
             "ch2_speedup": per_n.loc[largest, "log-domain reference"]
             / per_n.loc[largest, "sinkhorn"],
@@ -99,7 +100,7 @@ def run(settings: Profile, device: torch.device, seed: int) -> SinkhornVsSoftmax
             "ch2_cost_repeats": settings.ch2.cost_repeats}
     text = {"ch2_errors": sv.error_sentence(after, n, settings.ch2.error_quoted_scales),
             "ch2_entropy_verdict": sv.entropy_sentence(sv.entropy_comparison(entropies)),
-            "ch2_reach": sv.reach_sentence(reach)}
+            "ch2_reach": sv.reach_sentence(reach), "ch2_collapsed": math_number(COLLAPSED)}
     return SinkhornVsSoftmax(settings.n_iter, curves, after, heat, entropies, float(np.log(n)),
                              pure, reach, timing, glue, text,
                              sv.claims(after, entropies, settings))
