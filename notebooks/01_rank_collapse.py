@@ -93,7 +93,7 @@ chapter.show(figures.pure_collapse(result), "fig-pure-collapse", result.pure)
 # by many orders of magnitude within a handful of layers, until most values sit at the
 # float64 rounding floor (from there on the curves are not drawn). This book calls a stack
 # *collapsed* when its relative residual after the last layer is below
-# {glue:md}`ch1_collapsed` or at the rounding floor; the paper's claim C1 is checked
+# {glue:md}`ch1_collapsed:myst` or at the rounding floor; the paper's claim C1 is checked
 # that way at every logit scale (the chapter's summary below), and chapter 2 uses the same
 # threshold.
 #

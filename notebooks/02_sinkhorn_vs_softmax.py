@@ -136,7 +136,7 @@ chapter.show(figures.pure_both(result), "fig-pure-both", result.pure)
 
 # %% [markdown]
 # The layer at which the geometric-mean residual ({numref}`fig-pure-both`) first falls below
-# {glue:md}`ch2_collapsed` (chapter 1's threshold of collapse), per logit scale and
+# {glue:md}`ch2_collapsed:myst` (chapter 1's threshold of collapse), per logit scale and
 # normalization:
 
 # %%
@@ -144,7 +144,7 @@ names.readable(result.reach)
 
 # %% [markdown]
 # {glue:md}`ch2_reach` (A description of the geometric means, not a test; see the figure
-# for where the curves part.) Every configuration that reaches {glue:md}`ch2_collapsed` does so by layer
+# for where the curves part.) Every configuration that reaches {glue:md}`ch2_collapsed:myst` does so by layer
 # {glue:text}`ch2_latest`; configurations that never reach it: {glue:text}`ch2_never` (a
 # layer mostly at the rounding floor counts as reached). The paper's theorem says Sinkhorn decays doubly
 # exponentially, like softmax, and chapter 3's first-order analysis explains why: for small logits the two
