@@ -75,6 +75,11 @@ SHAPE = {"depth": ("{} layers", "{}"), "d_model": ("width {}", "{}"),
 TEXT_ONLY, IMAGE_ONLY = {"max_len"}, {"patch", "image_size"}
 
 
+def shape_words(task: Task, field: str) -> str:
+    """One field of a model's shape as the prose names it ('7×7 patches')."""
+    return SHAPE[field][0].format(getattr(task, field))
+
+
 def departures(tasks: dict[str, Task], paper: dict[str, Task], kinds: dict[str, str],
                titles: dict[str, str]) -> str:
     """Where each of the paper's tasks in `tasks` departs from the paper's shape (`paper`, the
@@ -87,10 +92,10 @@ def departures(tasks: dict[str, Task], paper: dict[str, Task], kinds: dict[str, 
         if role in OURS:
             continue
         left_out = IMAGE_ONLY if kinds[role] == "text" else TEXT_ONLY
-        changed = [f"{shape.format(ours)} (the paper: {value.format(theirs)})"
-                   for field, (shape, value) in SHAPE.items() if field not in left_out
-                   for ours, theirs in [(getattr(task, field), getattr(paper[role], field))]
-                   if ours != theirs]
+        changed = [f"{shape_words(task, field)} (the paper: "
+                   f"{SHAPE[field][1].format(getattr(paper[role], field))})"
+                   for field in SHAPE if field not in left_out
+                   and getattr(task, field) != getattr(paper[role], field)]
         if changed:
             parts.append(f"{titles[role]}: " + ", ".join(changed))
     return "; ".join(parts) or "none"
@@ -116,9 +121,8 @@ def model_table(data: dict[str, tuple[Dataset, Dataset]], tasks: dict[str, Task]
     return pd.DataFrame([
         {"task": TASKS[role], "dataset": train.source,
          "train / test": f"{len(train):,} / {len(test):,}", "classes": len(train.classes),
-         "model": f"{t.depth} layers, width {t.d_model}, {t.n_heads} heads, "
-                  + (f"{t.max_len} tokens" if train.kind == "text"
-                     else f"{t.patch}×{t.patch} patches"),
+         "model": ", ".join(shape_words(t, f) for f in ("depth", "d_model", "n_heads")
+                            + (("max_len",) if train.kind == "text" else ("patch",))),
          "training": f"{t.epochs} epochs, batch {t.batch_size}, AdamW lr {t.lr:g}"}
         for (role, (train, test)), t in zip(data.items(), tasks.values())]).set_index("task")
 
